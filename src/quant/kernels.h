@@ -1,0 +1,47 @@
+// The numeric contract of every weight format: a scalar reference decoder (the definition), and the
+// fast paths the backend calls (decode, activation quantization, dot products), picked at run time
+// from the CPU's features. Fast paths must agree with the reference within the format's rounding;
+// for a fixed machine they are deterministic: the same inputs give the same bits, whatever the
+// thread count or the number of rows computed at once.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace ts::quant {
+
+// --- decoding --------------------------------------------------------------------------------
+// n elements from the start of `src` (n a multiple of the block size). The reference is plain
+// scalar C++ and is what the tests hold every other path to.
+void dequantize_ref(GgmlType t, const void* src, float* dst, int64_t n);
+void dequantize(GgmlType t, const void* src, float* dst, int64_t n);
+
+// --- activations -----------------------------------------------------------------------------
+// A weight type is multiplied with activations in a paired format: F32 for F32/F16/BF16; Q8_0 for
+// Q4_0, Q5_0, Q8_0 and MXFP4; Q8_1 for Q4_1 and Q5_1; Q8_K for Q4_K, Q5_K and Q6_K.
+GgmlType activation_type(GgmlType weight);
+// Bytes needed to hold n activations in that format.
+size_t activation_bytes(GgmlType weight, int64_t n);
+// Quantizes one activation row x[0..n) into `dst` in activation_type(weight).
+void quantize_activation(GgmlType weight, const float* x, void* dst, int64_t n);
+
+// --- products ----------------------------------------------------------------------------------
+// y[r] = dot(row r of W, x) for the rows [0, rows) of a row-major weight matrix whose rows are
+// `row_stride` bytes apart and k elements long; `xq` is the activation row quantized as above.
+void matvec(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k, const void* xq, float* y);
+// The same for n_tok activation rows at once (xq rows xq_stride bytes apart):
+// Y[t * y_stride + r] = dot(row r, x_t). Every element equals what matvec computes for it, bit for bit.
+void matmul(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k,
+            const void* xq, size_t xq_stride, int64_t n_tok, float* Y, size_t y_stride);
+
+// --- weight quantization (for `turbospark synth` and tests) ------------------------------------
+// n elements (a multiple of the block size) into `dst`. Supported: F32, F16, BF16, Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1, MXFP4, Q4_K, Q5_K, Q6_K. Deterministic.
+void quantize_weights(GgmlType t, const float* src, void* dst, int64_t n);
+bool can_quantize_weights(GgmlType t);
+
+// Name of the kernel set in use ("scalar", "avx2", "avx512", "avx512-vnni"), for logs and bench.
+const char* kernel_isa();
+
+}  // namespace ts::quant

@@ -32,6 +32,7 @@ void quantize_activation(GgmlType weight, const float* x, void* dst, int64_t n);
 void matvec(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k, const void* xq, float* y);
 // The same for n_tok activation rows at once (xq rows xq_stride bytes apart):
 // Y[t * y_stride + r] = dot(row r, x_t). Every element equals what matvec computes for it, bit for bit.
+// Both run on the calling thread (callers split rows across threads) and are safe to call concurrently.
 void matmul(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k,
             const void* xq, size_t xq_stride, int64_t n_tok, float* Y, size_t y_stride);
 

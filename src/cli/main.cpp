@@ -1,8 +1,28 @@
+// turbospark: the command-line front end. Usage errors exit 2 (CLI11's convention), runtime errors 1.
 #include <cstdio>
 
+#include "cli/commands.h"
 #include "util/error.h"
 
 int main(int argc, char** argv) {
-  std::fprintf(stderr, "turbospark: under construction\n");
-  return 1;
+  CLI::App app{"TurboSpark: a Mixture-of-Experts-first LLM inference engine"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "turbospark 0.1.0");
+  ts::cli::add_run_command(app);
+  ts::cli::add_chat_command(app);
+  ts::cli::add_inspect_command(app);
+  ts::cli::add_logits_command(app);
+  ts::cli::add_synth_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ts::Error& e) {
+    std::fprintf(stderr, "turbospark: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "turbospark: error: out of memory\n");
+    return 1;
+  }
+  return 0;
 }

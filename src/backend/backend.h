@@ -1,0 +1,98 @@
+// The small interface the forward pass is written against. A backend owns activation memory and
+// runs the operations of the supported families; weights are handed to it once at load time. The
+// forward pass (model/forward.cpp) calls only these operations, so a second backend (CUDA) is a
+// new implementation of this class, not a second forward pass.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "quant/types.h"
+
+namespace ts {
+
+// A weight matrix as the backend holds it: `rows` rows of `cols` elements, `row_stride` bytes apart.
+struct Mat {
+  GgmlType type = GgmlType::F32;
+  const void* data = nullptr;
+  int64_t rows = 0, cols = 0;
+  size_t row_stride = 0;
+};
+
+// An f32 activation tensor of n rows (tokens) by dim columns, in backend memory.
+struct Act {
+  float* data = nullptr;
+  int64_t n = 0, dim = 0;
+  float* row(int64_t i) const { return data + i * dim; }
+};
+
+// Per-token rotary tables: cos and sin for each of head_dim/2 frequency pairs, per position.
+struct RopeTable {
+  enum class Layout { AdjacentPairs, NeoX };  // (x[2i], x[2i+1]) vs (x[i], x[i + d/2])
+  Layout layout = Layout::AdjacentPairs;
+  int64_t n_rot = 0;                 // rotated dimensions (<= head_dim); the rest pass through
+  std::vector<float> cos, sin;       // [n_tok][n_rot / 2]
+};
+
+// One layer's attention settings: what differs between the families' attention layers.
+struct AttentionParams {
+  int64_t n_head = 0, n_head_kv = 0, head_dim = 0;
+  float scale = 1.0f;                 // applied to q·k
+  int64_t window = 0;                 // > 0: a query at position p sees keys (p - window, p]
+  const float* sinks = nullptr;       // per q-head logit added to the softmax denominator only
+};
+
+enum class Activation {
+  SwiGLU,          // silu(gate) * up
+  GeluTanhGLU,     // gelu_tanh(gate) * up (gemma)
+  ClampedSwiGLU,   // gpt-oss: g = min(g, 7), u = clamp(u, -7, 7), g * sigmoid(1.702 g) * (u + 1)
+};
+
+// K and V of one layer for every cached position: [n_ctx][n_head_kv * head_dim] each.
+struct KvLayer {
+  float* k = nullptr;
+  float* v = nullptr;
+  int64_t n_ctx = 0, width = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual int threads() const = 0;
+
+  // Memory. Activations are reused between calls, so allocation is not on the hot path.
+  virtual Act alloc(int64_t n, int64_t dim) = 0;
+  virtual void release(Act& a) = 0;
+  virtual KvLayer alloc_kv(int64_t n_ctx, int64_t width) = 0;
+  // Weights: `upload` makes a matrix usable by the backend (the CPU backend uses mapped bytes in
+  // place); `upload_f32` copies a small f32 vector (norm weights, biases, sinks).
+  virtual Mat upload(const Mat& host) = 0;
+  virtual const float* upload_f32(const std::vector<float>& v) = 0;
+
+  // Operations. Shapes are checked by the caller; rows of `x` are tokens.
+  virtual void embed(const Mat& table, const int32_t* ids, int64_t n, Act out) = 0;
+  virtual void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) = 0;  // per `group` elements
+  virtual void matmul(const Mat& w, Act x, Act y) = 0;                                 // y = x W^T
+  virtual void add_bias(Act y, const float* b) = 0;
+  virtual void add(Act dst, Act src) = 0;                                              // dst += src
+  virtual void rope(Act x, int64_t n_head, int64_t head_dim, const RopeTable& t) = 0;
+  // Writes k, v of tokens at positions pos0.. into the cache, then attends q over the cache.
+  virtual void attention(const KvLayer& kv, Act q, Act k, Act v, int64_t pos0, const AttentionParams& p, Act out) = 0;
+  virtual void glu(Activation a, Act gate, Act up, Act out) = 0;
+  // Routed experts: the tokens sent to one expert are gathered, computed together, and their outputs
+  // scattered to per-(token, rank) slots; then each token's slots are summed in rank order, so the
+  // result cannot depend on the order in which experts were computed or where they lived.
+  virtual void gather_rows(Act src, const int32_t* rows, int64_t n, Act dst) = 0;   // dst.row(i) = src.row(rows[i])
+  virtual void scatter_rows(Act src, const int32_t* rows, int64_t n, Act dst) = 0;  // dst.row(rows[i]) = src.row(i)
+  // out.row(t) = sum over r in [0, k) of weights[t*k + r] * slots.row(t*k + r), r ascending.
+  virtual void combine_ranked(Act slots, const float* weights, int64_t k, Act out) = 0;
+  // Makes an activation's values visible to the host (a no-op on the CPU).
+  virtual void to_host(Act a, float* dst) = 0;
+};
+
+// quantize_activations: multiply quantized weights with int8-quantized activations (llama.cpp's
+// way: fastest, adds a second rounding) instead of exact f32 activations (the default).
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, bool quantize_activations = false);
+
+}  // namespace ts

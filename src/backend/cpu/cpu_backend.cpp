@@ -1,0 +1,225 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "quant/kernels.h"
+#include "util/error.h"
+
+namespace ts {
+namespace {
+
+// Rows per matmul task: large enough to amortise dispatch, small enough to balance two cores.
+constexpr int64_t kRowsPerTask = 32;
+// Rows decoded to f32 per task on the exact-activation path: the decoded block stays in L2.
+constexpr int64_t kDecodedRowsPerTask = 16;
+
+}  // namespace
+
+CpuBackend::CpuBackend(int n_threads, bool quantize_activations)
+    : pool_(n_threads), quantize_activations_(quantize_activations) {}
+
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, bool quantize_activations) {
+  return std::make_unique<CpuBackend>(n_threads, quantize_activations);
+}
+
+Act CpuBackend::alloc(int64_t n, int64_t dim) {
+  const size_t bytes = (static_cast<size_t>(n * dim) * sizeof(float) + 63) / 64 * 64;
+  auto* p = static_cast<float*>(std::aligned_alloc(64, bytes ? bytes : 64));
+  if (!p) fail("out of memory allocating {} x {} activations", n, dim);
+  std::memset(p, 0, bytes);
+  return Act{p, n, dim};
+}
+
+void CpuBackend::release(Act& a) {
+  std::free(a.data);
+  a = Act{};
+}
+
+KvLayer CpuBackend::alloc_kv(int64_t n_ctx, int64_t width) {
+  const size_t n = static_cast<size_t>(n_ctx) * width;
+  auto k = std::unique_ptr<float[]>(new (std::nothrow) float[n]);
+  auto v = std::unique_ptr<float[]>(new (std::nothrow) float[n]);
+  if (!k || !v) fail("out of memory allocating a KV cache of {} positions (reduce --ctx)", n_ctx);
+  KvLayer l{k.get(), v.get(), n_ctx, width};
+  kv_.push_back(std::move(k));
+  kv_.push_back(std::move(v));
+  return l;
+}
+
+const float* CpuBackend::upload_f32(const std::vector<float>& v) {
+  vectors_.push_back(v);
+  return vectors_.back().data();
+}
+
+void CpuBackend::embed(const Mat& table, const int32_t* ids, int64_t n, Act out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const auto* row = static_cast<const uint8_t*>(table.data) + static_cast<size_t>(ids[i]) * table.row_stride;
+    quant::dequantize(table.type, row, out.row(i), table.cols);
+  }
+}
+
+void CpuBackend::rms_norm(Act x, const float* w, float eps, int64_t group, Act out) {
+  const int64_t groups = x.dim / group;
+  pool_.parallel_for(x.n, [&](int64_t i) {
+    const float* src = x.row(i);
+    float* dst = out.row(i);
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* s = src + g * group;
+      double ss = 0;
+      for (int64_t j = 0; j < group; ++j) ss += static_cast<double>(s[j]) * s[j];
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / group + eps));
+      for (int64_t j = 0; j < group; ++j) dst[g * group + j] = s[j] * inv * w[j];
+    }
+  });
+}
+
+void CpuBackend::matmul(const Mat& w, Act x, Act y) {
+  const bool float_weights = w.type == GgmlType::F32 || w.type == GgmlType::F16 || w.type == GgmlType::BF16;
+  if (!float_weights && !quantize_activations_) {
+    // Exact activations: decode each weight row to f32 once per call and multiply it with the f32
+    // activations of every token. Costs more arithmetic than int8 dots, but the only error left is
+    // the weights' own quantization (what the format means), not a second rounding of activations.
+    const int64_t tasks = (w.rows + kDecodedRowsPerTask - 1) / kDecodedRowsPerTask;
+    pool_.parallel_for(tasks, [&](int64_t task) {
+      const int64_t r0 = task * kDecodedRowsPerTask, r1 = std::min(w.rows, r0 + kDecodedRowsPerTask);
+      thread_local std::vector<float> rows;
+      rows.resize(static_cast<size_t>(kDecodedRowsPerTask) * w.cols);
+      for (int64_t r = r0; r < r1; ++r)
+        quant::dequantize(w.type, static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_stride,
+                          rows.data() + (r - r0) * w.cols, w.cols);
+      quant::matmul(GgmlType::F32, rows.data(), w.cols * sizeof(float), r1 - r0, w.cols, x.data,
+                    x.dim * sizeof(float), x.n, y.data + r0, y.dim);
+    });
+    return;
+  }
+  const size_t xq_stride = quant::activation_bytes(w.type, w.cols);
+  xq_.resize(xq_stride * x.n);
+  pool_.parallel_for(x.n, [&](int64_t t) { quant::quantize_activation(w.type, x.row(t), xq_.data() + t * xq_stride, w.cols); });
+  const int64_t tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
+  pool_.parallel_for(tasks, [&](int64_t task) {
+    const int64_t r0 = task * kRowsPerTask, r1 = std::min(w.rows, r0 + kRowsPerTask);
+    const auto* W = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_stride;
+    quant::matmul(w.type, W, w.row_stride, r1 - r0, w.cols, xq_.data(), xq_stride, x.n, y.data + r0, y.dim);
+  });
+}
+
+void CpuBackend::add_bias(Act y, const float* b) {
+  for (int64_t i = 0; i < y.n; ++i) {
+    float* r = y.row(i);
+    for (int64_t j = 0; j < y.dim; ++j) r[j] += b[j];
+  }
+}
+
+void CpuBackend::add(Act dst, Act src) {
+  const int64_t n = dst.n * dst.dim;
+  for (int64_t j = 0; j < n; ++j) dst.data[j] += src.data[j];
+}
+
+void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeTable& t) {
+  const int64_t half = t.n_rot / 2;
+  for (int64_t i = 0; i < x.n; ++i) {
+    const float* c = t.cos.data() + i * half;
+    const float* s = t.sin.data() + i * half;
+    for (int64_t h = 0; h < n_head; ++h) {
+      float* v = x.row(i) + h * head_dim;
+      for (int64_t j = 0; j < half; ++j) {
+        // AdjacentPairs rotates (v[2j], v[2j+1]) (GGUF's llama layout, after the converter's
+        // permutation); NeoX rotates (v[j], v[j + n_rot/2]).
+        float& a = t.layout == RopeTable::Layout::NeoX ? v[j] : v[2 * j];
+        float& b = t.layout == RopeTable::Layout::NeoX ? v[j + half] : v[2 * j + 1];
+        const float a0 = a, b0 = b;
+        a = a0 * c[j] - b0 * s[j];
+        b = a0 * s[j] + b0 * c[j];
+      }
+    }
+  }
+}
+
+void CpuBackend::attention(const KvLayer& kv, Act q, Act k, Act v, int64_t pos0, const AttentionParams& p, Act out) {
+  const int64_t width = kv.width, hd = p.head_dim, group = p.n_head / p.n_head_kv;
+  for (int64_t i = 0; i < k.n; ++i) {
+    std::memcpy(kv.k + (pos0 + i) * width, k.row(i), width * sizeof(float));
+    std::memcpy(kv.v + (pos0 + i) * width, v.row(i), width * sizeof(float));
+  }
+  pool_.parallel_for(q.n * p.n_head, [&](int64_t task) {
+    const int64_t i = task / p.n_head, h = task % p.n_head, kvh = h / group;
+    const int64_t pos = pos0 + i;
+    const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
+    thread_local std::vector<float> scores;
+    scores.resize(pos - lo + 1);
+    const float* qh = q.row(i) + h * hd;
+    float mx = p.sinks ? p.sinks[h] : -INFINITY;
+    for (int64_t j = lo; j <= pos; ++j) {
+      const float* kj = kv.k + j * width + kvh * hd;
+      float d = 0;
+      for (int64_t e = 0; e < hd; ++e) d += qh[e] * kj[e];
+      scores[j - lo] = d * p.scale;
+      mx = std::max(mx, scores[j - lo]);
+    }
+    // The sink is one extra logit in the denominator only: it lets a head attend to "nothing".
+    double sum = p.sinks ? std::exp(static_cast<double>(p.sinks[h] - mx)) : 0.0;
+    for (auto& s : scores) {
+      s = std::exp(s - mx);
+      sum += s;
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    float* o = out.row(i) + h * hd;
+    std::fill(o, o + hd, 0.0f);
+    for (int64_t j = lo; j <= pos; ++j) {
+      const float wgt = scores[j - lo] * inv;
+      const float* vj = kv.v + j * width + kvh * hd;
+      for (int64_t e = 0; e < hd; ++e) o[e] += wgt * vj[e];
+    }
+  });
+}
+
+void CpuBackend::glu(Activation a, Act gate, Act up, Act out) {
+  pool_.parallel_for(gate.n, [&](int64_t i) {
+    const float* g = gate.row(i);
+    const float* u = up.row(i);
+    float* o = out.row(i);
+    for (int64_t j = 0; j < gate.dim; ++j) {
+      switch (a) {
+        case Activation::SwiGLU: o[j] = g[j] / (1.0f + std::exp(-g[j])) * u[j]; break;
+        case Activation::GeluTanhGLU: {
+          const float x = g[j];
+          o[j] = 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x))) * u[j];
+          break;
+        }
+        case Activation::ClampedSwiGLU: {
+          const float x = std::min(g[j], 7.0f), y = std::clamp(u[j], -7.0f, 7.0f);
+          o[j] = x / (1.0f + std::exp(-1.702f * x)) * (y + 1.0f);
+          break;
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::gather_rows(Act src, const int32_t* rows, int64_t n, Act dst) {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst.row(i), src.row(rows[i]), src.dim * sizeof(float));
+}
+
+void CpuBackend::scatter_rows(Act src, const int32_t* rows, int64_t n, Act dst) {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst.row(rows[i]), src.row(i), src.dim * sizeof(float));
+}
+
+void CpuBackend::combine_ranked(Act slots, const float* weights, int64_t k, Act out) {
+  for (int64_t t = 0; t < out.n; ++t) {
+    float* o = out.row(t);
+    std::fill(o, o + out.dim, 0.0f);
+    for (int64_t r = 0; r < k; ++r) {
+      const float wgt = weights[t * k + r];
+      const float* s = slots.row(t * k + r);
+      for (int64_t j = 0; j < out.dim; ++j) o[j] += wgt * s[j];
+    }
+  }
+}
+
+void CpuBackend::to_host(Act a, float* dst) {
+  if (dst != a.data) std::memcpy(dst, a.data, a.n * a.dim * sizeof(float));
+}
+
+}  // namespace ts

@@ -1,0 +1,57 @@
+// `turbospark logits`: teacher-forces token ids and writes every position's logits as float32,
+// row-major [n_tokens][n_vocab]. This is the contract the parity checks use: keep it stable.
+#include <fstream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "model/forward.h"
+#include "runtime/token_file.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace ts::cli {
+namespace {
+
+struct LogitsOptions {
+  ModelOptions model;
+  std::string tokens, out;
+  bool sequential = false;
+  std::string expert_order = "ascending";
+};
+
+void run_logits(const LogitsOptions& o) {
+  const std::vector<int32_t> ids = read_token_file(o.tokens);
+  auto be = make_cpu_backend(resolve_threads(o.model.threads));
+  auto model = Model::load(resolve_model(o.model), *be);
+  const int64_t V = model->hp().n_vocab, n = static_cast<int64_t>(ids.size());
+  KvCache kv(*be, model->hp(), std::max<int64_t>(o.model.ctx, n));
+  ForwardOptions fo;
+  fo.max_batch = o.sequential ? 1 : std::min<int64_t>(o.model.batch, n);
+  fo.expert_order = o.expert_order == "descending" ? ExpertOrder::Descending : ExpertOrder::Ascending;
+  Forward fwd(*model, *be, kv, fo);
+  std::vector<float> logits(static_cast<size_t>(n) * V);
+  // Prefill goes through the batched path in chunks; --sequential feeds one token at a time
+  // through the decode path. Both must agree (the parity tests check each against the reference).
+  for (int64_t i = 0; i < n; i += fo.max_batch) {
+    const int64_t m = std::min(fo.max_batch, n - i);
+    fwd.run(ids.data() + i, m, true, logits.data() + i * V);
+  }
+  write_file_atomically(o.out, logits.data(), logits.size() * sizeof(float));
+}
+
+}  // namespace
+
+void add_logits_command(CLI::App& app) {
+  auto o = std::make_shared<LogitsOptions>();
+  auto* sub = app.add_subcommand("logits", "teacher-force token ids and write all logits as float32 [n_tokens][n_vocab]");
+  add_model_options(sub, o->model, true);
+  sub->add_option("--tokens", o->tokens, "file of token ids, one per line")->required();
+  sub->add_option("-o,--output", o->out, "output file (float32, row-major)")->required();
+  sub->add_flag("--sequential", o->sequential, "feed one token at a time through the decode path");
+  sub->add_option("--expert-order", o->expert_order, "order in which routed experts are computed (a testing aid: the output must not change)")
+      ->check(CLI::IsMember({"ascending", "descending"}));
+  sub->callback([o] { run_logits(*o); });
+}
+
+}  // namespace ts::cli

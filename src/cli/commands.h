@@ -1,0 +1,14 @@
+// Each subcommand lives in its own cmd_<name>.cpp and registers itself on the CLI11 app; its
+// callback does the work and throws ts::Error on failure (main prints it and exits 1).
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace ts::cli {
+
+void add_run_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
+void add_logits_command(CLI::App& app);
+void add_synth_command(CLI::App& app);
+
+}  // namespace ts::cli

@@ -1,0 +1,29 @@
+// Hyper-parameters read from GGUF metadata under the `<arch>.` prefix. Every value a family needs
+// is read here once, validated (a zero head count or a head_dim that does not divide is an error,
+// not a division by zero later), and then treated as fact by the forward pass.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace ts {
+
+class GgufFile;
+
+struct HParams {
+  std::string arch;
+  int64_t n_vocab = 0, n_embd = 0, n_layer = 0, n_ctx_train = 0;
+  int64_t n_head = 0, n_head_kv = 0, head_dim = 0, n_rot = 0;
+  int64_t n_ff = 0;
+  float norm_eps = 1e-5f;
+  double rope_base = 10000.0;
+  // YaRN (gpt-oss): factor 0 means no scaling.
+  double yarn_factor = 0, yarn_orig_ctx = 0, yarn_beta_fast = 32, yarn_beta_slow = 1;
+  int64_t sliding_window = 0;
+  // Routed experts (0 = dense).
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
+
+  bool is_moe() const { return n_expert > 0; }
+  static HParams from_gguf(const GgufFile& g);
+};
+
+}  // namespace ts

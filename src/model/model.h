@@ -1,0 +1,53 @@
+// A loaded model: hyper-parameters, its family's contracts, the resident core's weights bound to
+// a backend, and the store its routed experts come from.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "gguf/gguf.h"
+#include "model/family.h"
+#include "model/hparams.h"
+#include "moe/expert_store.h"
+
+namespace ts {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;
+  Mat q, k, v, o;
+  const float *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr, *o_bias = nullptr;
+  const float *q_norm = nullptr, *k_norm = nullptr;            // qk_norm families
+  const float* sinks = nullptr;                                 // attn_sinks families
+  const float *post_attn_norm = nullptr, *post_ffn_norm = nullptr;  // sandwich-norm families
+  const float* ffn_norm = nullptr;
+  Mat ffn_gate, ffn_up, ffn_down;  // dense layers
+  Mat router;                      // MoE layers
+  const float* router_bias = nullptr;
+};
+
+class Model {
+ public:
+  // Opens and validates a GGUF model; every tensor the family needs is bound to `be` here.
+  static std::unique_ptr<Model> load(const std::string& path, Backend& be);
+
+  const GgufFile& gguf() const { return *gguf_; }
+  const HParams& hp() const { return hp_; }
+  const Family& family() const { return *family_; }
+  const Mat& token_embd() const { return token_embd_; }
+  const Mat& output() const { return output_; }
+  const float* output_norm() const { return output_norm_; }
+  const LayerWeights& layer(int64_t l) const { return layers_[l]; }
+  ExpertStore& experts() const { return *experts_; }
+
+ private:
+  std::unique_ptr<GgufFile> gguf_;
+  HParams hp_;
+  const Family* family_ = nullptr;
+  Mat token_embd_, output_;
+  const float* output_norm_ = nullptr;
+  std::vector<LayerWeights> layers_;
+  std::unique_ptr<ExpertStore> experts_;
+};
+
+}  // namespace ts

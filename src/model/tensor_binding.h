@@ -1,0 +1,20 @@
+// Binding GGUF tensors to backend weights with the shape the flow expects. A missing tensor, a
+// wrong shape or a type without kernels is a load-time error naming the tensor, so nothing fails
+// (or silently computes garbage) in the middle of a forward pass.
+#pragma once
+#include <string>
+
+#include "backend/backend.h"
+
+namespace ts {
+
+class GgufFile;
+
+// A matrix of `rows` rows of `cols` elements, optionally a stack of `stack` such matrices
+// (routed experts): returned with rows * stack rows.
+Mat bind_matrix(const GgufFile& g, Backend& be, const std::string& name, int64_t cols, int64_t rows, int64_t stack = 1);
+// An f32 vector of n values (or a stack of them), converted from whatever type the file stores.
+const float* bind_vector(const GgufFile& g, Backend& be, const std::string& name, int64_t n, int64_t stack = 1);
+bool has_tensor(const GgufFile& g, const std::string& name);
+
+}  // namespace ts

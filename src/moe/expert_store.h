@@ -1,0 +1,34 @@
+// Where routed experts come from. The forward pass asks for one expert of one layer at a time and
+// never assumes experts are adjacent in memory: this is the seam where the residency modes
+// (mapped, streamed into a bounded slot cache) plug in without touching the forward pass.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace ts {
+
+class GgufFile;
+
+struct ExpertView {
+  Mat gate, up, down;
+  const float* gate_bias = nullptr;  // gpt-oss only
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
+};
+
+class ExpertStore {
+ public:
+  virtual ~ExpertStore() = default;
+  virtual ExpertView get(int64_t layer, int64_t expert) = 0;
+};
+
+// All experts in place in the mapped GGUF: expert e of a [n_expert][rows][cols] tensor is the
+// contiguous slice at e * rows * row_stride.
+std::unique_ptr<ExpertStore> make_resident_experts(const GgufFile& g, Backend& be, int64_t n_layer,
+                                                   int64_t n_expert, int64_t n_embd, int64_t n_ff,
+                                                   bool with_bias);
+
+}  // namespace ts

@@ -76,6 +76,7 @@ class Backend {
   virtual void matmul(const Mat& w, Act x, Act y) = 0;                                 // y = x W^T
   virtual void add_bias(Act y, const float* b) = 0;
   virtual void add(Act dst, Act src) = 0;                                              // dst += src
+  virtual void scale(Act x, float s) = 0;                                              // x *= s
   virtual void rope(Act x, int64_t n_head, int64_t head_dim, const RopeTable& t) = 0;
   // Writes k, v of tokens at positions pos0.. into the cache, then attends q over the cache.
   virtual void attention(const KvLayer& kv, Act q, Act k, Act v, int64_t pos0, const AttentionParams& p, Act out) = 0;

@@ -7,7 +7,8 @@
 namespace ts {
 
 const Family& family_for(std::string_view arch) {
-  const std::array<const Family*, 4> all = {&llama_family(), &qwen3_family(), &qwen3moe_family(), &gpt_oss_family()};
+  const std::array<const Family*, 5> all = {&llama_family(), &qwen3_family(), &qwen3moe_family(), &gpt_oss_family(),
+                                           &gemma3_family()};
   for (const Family* f : all)
     if (f->arch == arch) return *f;
   std::string names;

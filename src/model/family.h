@@ -38,5 +38,6 @@ const Family& llama_family();
 const Family& qwen3_family();
 const Family& qwen3moe_family();
 const Family& gpt_oss_family();
+const Family& gemma3_family();
 
 }  // namespace ts

@@ -105,20 +105,18 @@ void Forward::run(const int32_t* ids, int64_t n, bool all_logits, float* logits)
   for (int64_t i = 0; i < n; ++i)
     if (ids[i] < 0 || ids[i] >= hp.n_vocab) fail("token id {} is out of range (the vocabulary has {} tokens)", ids[i], hp.n_vocab);
 
+  // One table per distinct rotary base (gemma has two), shared by the layers that use it.
   rope_.resize(hp.n_layer);
+  auto base_of = [&](int64_t l) { return f.rope_base ? f.rope_base(hp, l) : hp.rope_base; };
   for (int64_t l = 0; l < hp.n_layer; ++l) {
-    const double base = f.rope_base ? f.rope_base(hp, l) : hp.rope_base;
-    if (l > 0 && base == (f.rope_base ? f.rope_base(hp, l - 1) : hp.rope_base)) rope_[l] = rope_[l - 1];
-    else rope_[l] = make_rope_table(hp, f.rope_layout, base, pos0, n);
+    int64_t same = 0;
+    while (same < l && base_of(same) != base_of(l)) ++same;
+    rope_[l] = same < l ? rope_[same] : make_rope_table(hp, f.rope_layout, base_of(l), pos0, n);
   }
 
   Act x = rows(x_, n);
   be_.embed(m_.token_embd(), ids, n, x);
-  if (f.embed_scale) {
-    std::vector<float> s(hp.n_embd, f.embed_scale(hp));
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < hp.n_embd; ++j) x.row(i)[j] *= s[j];
-  }
+  if (f.embed_scale) be_.scale(x, f.embed_scale(hp));
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     attention_block(l, x, n, pos0);
     ffn_block(l, x, n);

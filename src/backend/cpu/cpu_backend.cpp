@@ -117,6 +117,11 @@ void CpuBackend::add(Act dst, Act src) {
   for (int64_t j = 0; j < n; ++j) dst.data[j] += src.data[j];
 }
 
+void CpuBackend::scale(Act x, float s) {
+  const int64_t n = x.n * x.dim;
+  for (int64_t j = 0; j < n; ++j) x.data[j] *= s;
+}
+
 void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeTable& t) {
   const int64_t half = t.n_rot / 2;
   for (int64_t i = 0; i < x.n; ++i) {

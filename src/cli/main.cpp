@@ -1,4 +1,5 @@
-// turbospark: the command-line front end. Usage errors exit 2 (CLI11's convention), runtime errors 1.
+// turbospark: the command-line front end. Usage errors exit with CLI11's non-zero codes (after a
+// message and a --help hint), runtime errors (bad files, bad values) with 1.
 #include <cstdio>
 
 #include "cli/commands.h"

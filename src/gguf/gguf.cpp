@@ -1,5 +1,6 @@
 #include "gguf/gguf.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
@@ -104,13 +105,16 @@ void read_value(Reader& r, GgufValueType t, GgufValue& v, const std::string& key
   // before anything is allocated.
   if (n > r.left() / scalar_size(v.elem_type))
     fail("'{}': metadata key '{}' claims {} array elements, more than the {} bytes left can hold", r.path(), key, n, r.left());
+  // In memory an element takes up to 32 bytes (a std::string) where the file may spend 1, so the
+  // up-front reservation is capped; beyond it the vectors grow only as elements are actually read.
+  const size_t reserve = static_cast<size_t>(std::min<uint64_t>(n, 1 << 16));
   switch (v.elem_type) {
     case GgufValueType::STRING:
-      v.strings.reserve(n);
+      v.strings.reserve(reserve);
       for (uint64_t k = 0; k < n; ++k) v.strings.push_back(r.read_string("string array element"));
       break;
     case GgufValueType::F32: case GgufValueType::F64: {
-      v.floats.reserve(n);
+      v.floats.reserve(reserve);
       GgufValue e;
       for (uint64_t k = 0; k < n; ++k) {
         read_scalar(r, v.elem_type, e, key);
@@ -119,11 +123,11 @@ void read_value(Reader& r, GgufValueType t, GgufValue& v, const std::string& key
       break;
     }
     case GgufValueType::ARRAY:
-      v.arrays.resize(n);
-      for (uint64_t k = 0; k < n; ++k) read_value(r, GgufValueType::ARRAY, v.arrays[k], key, depth + 1);
+      v.arrays.reserve(reserve);
+      for (uint64_t k = 0; k < n; ++k) read_value(r, GgufValueType::ARRAY, v.arrays.emplace_back(), key, depth + 1);
       break;
     default: {
-      v.ints.reserve(n);
+      v.ints.reserve(reserve);
       GgufValue e;
       for (uint64_t k = 0; k < n; ++k) {
         read_scalar(r, v.elem_type, e, key);
@@ -195,7 +199,8 @@ void GgufFile::parse() {
   version_ = r.read<uint32_t>("version");
   if (version_ == 1) fail("'{}': GGUF version 1 is not supported (re-convert the model with a current llama.cpp)", path);
   if (version_ != 2 && version_ != 3) {
-    if ((version_ & 0xffff) == 0) fail("'{}': big-endian GGUF files are not supported", path);
+    // A big-endian writer's small version number reads as a multiple of 2^16 here.
+    if (version_ != 0 && (version_ & 0xffff) == 0) fail("'{}': big-endian GGUF files are not supported", path);
     fail("'{}': unsupported GGUF version {}", path, version_);
   }
   const uint64_t n_tensors = r.read<uint64_t>("tensor count");
@@ -204,7 +209,7 @@ void GgufFile::parse() {
   if (n_kv > r.left() / 12) fail("'{}': header claims {} metadata entries, more than the file can hold", path, n_kv);
   if (n_tensors > r.left() / 24) fail("'{}': header claims {} tensors, more than the file can hold", path, n_tensors);
 
-  kv_.reserve(n_kv);
+  kv_.reserve(std::min<uint64_t>(n_kv, 1 << 12));  // capped like array reservations
   for (uint64_t k = 0; k < n_kv; ++k) {
     std::string key = r.read_string("metadata key");
     if (key.empty()) fail("'{}': metadata entry {} has an empty key", path, k);
@@ -221,7 +226,7 @@ void GgufFile::parse() {
     alignment_ = static_cast<uint64_t>(a->i);
   }
 
-  tensors_.reserve(n_tensors);
+  tensors_.reserve(std::min<uint64_t>(n_tensors, 1 << 16));
   for (uint64_t k = 0; k < n_tensors; ++k) {
     GgufTensor t;
     t.name = r.read_string("tensor name");

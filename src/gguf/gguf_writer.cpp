@@ -94,7 +94,10 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<
   if (dims.empty() || dims.size() > 4) fail("tensor '{}': 1 to 4 dimensions allowed", name);
   if (dims[0] % ti.block_elems) fail("tensor '{}': row of {} is not a multiple of {}'s block size {}", name, dims[0], ti.name, ti.block_elems);
   uint64_t n = 1;
-  for (uint64_t d : dims) n = checked_mul(n, d, "tensor size");
+  for (uint64_t d : dims) {
+    if (d == 0) fail("tensor '{}': a dimension of 0 (GGUF readers reject empty tensors)", name);
+    n = checked_mul(n, d, "tensor size");
+  }
   const uint64_t bytes = n / ti.block_elems * ti.block_bytes;
   tensors_.push_back({name, type, std::move(dims), data_bytes_, bytes});
   data_bytes_ = (data_bytes_ + bytes + alignment_ - 1) / alignment_ * alignment_;

@@ -1,0 +1,46 @@
+// What `run` and `chat` share: sampling options, loading a model with its tokenizer, and choosing
+// the chat format (from tokenizer.chat_template, or --chat-template when it is not recognised).
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend/backend.h"
+#include "chat/chat_template.h"
+#include "cli/options.h"
+#include "model/model.h"
+#include "runtime/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ts::cli {
+
+struct GenerationOptions {
+  ModelOptions model;
+  SamplerConfig sampler;
+  std::optional<uint64_t> seed;  // unset: a random seed, printed so the run can be repeated
+  int64_t n_predict = 256;
+  std::string chat_template;     // format name override
+  std::string system;            // system prompt for chat
+  std::string reasoning_effort;  // Harmony: low / medium / high
+  bool show_reasoning = false;   // Harmony: print the analysis channel to stderr
+};
+
+void add_generation_options(CLI::App* sub, GenerationOptions& o);
+
+struct LoadedModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+LoadedModel load_for_generation(const GenerationOptions& o);
+
+// The seeded sampler config (draws and reports a seed when none was given).
+SamplerConfig sampler_config(const GenerationOptions& o);
+
+struct ChatSetup {
+  chat::Format format;
+  chat::Context context;
+};
+ChatSetup chat_setup(const LoadedModel& m, const GenerationOptions& o);
+
+}  // namespace ts::cli

@@ -1,0 +1,57 @@
+// The int8-activation CPU backend (llama.cpp's way of multiplying quantized weights), which the CLI
+// does not expose: driven through the C++ API. It adds a rounding of its own, so it is held to the
+// llama.cpp-relative KL bound (on the median row, see parity_util.h; the mean and top-1 are printed)
+// on every fixture, and to the same determinism contracts as the default: the bytes depend neither on
+// the thread count nor on prefill vs one token at a time.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "cli/cli_harness.h"
+#include "model/forward.h"
+#include "model/parity_util.h"
+#include "runtime/token_file.h"
+
+namespace ts {
+namespace {
+
+using test::Fixture;
+
+// Teacher-forces the fixture's tokens in chunks of `batch` and returns every position's logits.
+std::vector<float> api_logits(const Fixture& f, int threads, int64_t batch) {
+  const std::vector<int32_t> ids = read_token_file(f.tokens());
+  auto be = make_cpu_backend(threads, /*quantize_activations=*/true);
+  auto model = Model::load(f.gguf(), *be);
+  const int64_t n = static_cast<int64_t>(ids.size()), V = model->hp().n_vocab;
+  KvCache kv(*be, model->hp(), n);
+  ForwardOptions fo;
+  fo.max_batch = batch;
+  Forward fwd(*model, *be, kv, fo);
+  std::vector<float> logits(static_cast<size_t>(n * V));
+  for (int64_t i = 0; i < n; i += batch) fwd.run(ids.data() + i, std::min(batch, n - i), true, logits.data() + i * V);
+  return logits;
+}
+
+class Int8Activations : public testing::TestWithParam<Fixture> {};
+
+TEST_P(Int8Activations, DeterministicAndWithinLlamaCppKlRule) {
+  const Fixture& f = GetParam();
+  const std::vector<float> prefill = api_logits(f, 1, 256);
+  EXPECT_TRUE(test::same_bytes(prefill, api_logits(f, 2, 256))) << "1 vs 2 threads";
+  EXPECT_TRUE(test::same_bytes(prefill, api_logits(f, 2, 1))) << "prefill vs sequential";
+
+  const std::vector<float> ref = test::read_floats(f.ref());
+  const test::Distance llama = test::distance(ref, test::read_floats(f.llamacpp()));
+  const test::Distance ours = test::distance(ref, prefill);
+  const bool ok = test::passes_median_kl_rule(ours, llama);
+  std::printf("%s %-20s int8-act   %s | llama.cpp %s\n", ok ? "ok  " : "FAIL", f.name.c_str(), test::describe(ours).c_str(),
+              test::describe(llama).c_str());
+  EXPECT_TRUE(ok) << test::describe(ours) << " vs llama.cpp " << test::describe(llama) << " (rule: median_kl <= max(1.5 x llama.cpp's, 1e-5))";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Int8Activations, testing::ValuesIn(test::model_fixtures()),
+                         [](const testing::TestParamInfo<Fixture>& p) { return test::test_name(p.param.name); });
+
+}  // namespace
+}  // namespace ts

@@ -1,0 +1,35 @@
+// The fixtures' pass rule (tests/data/models, same as shared/tools/check_parity.py): distances of a
+// logits file from the exact reference, computed in float64, and the rule that judges them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/cli_harness.h"
+
+namespace ts::test {
+
+constexpr int64_t kFixtureVocab = 1024;
+
+struct Distance {
+  double rel_l2 = 0;   // ||ours - ref|| / ||ref|| over all rows
+  double top1 = 0;     // fraction of rows whose argmax (first maximum) agrees
+  double mean_kl = 0;  // mean over rows of KL(softmax(ref) || softmax(ours))
+  double median_kl = 0;  // median of the same per-row KL: blind to a few rows flipped at near-ties
+};
+
+// Throws std::runtime_error when the shapes differ or `ours` holds a NaN or an infinity.
+Distance distance(const std::vector<float>& ref, const std::vector<float>& ours, int64_t vocab = kFixtureVocab);
+
+// F32/F16 weights: rel L2 <= 1e-3. Quantized: mean KL <= max(1.5 x llama.cpp's, 1e-5) and top-1 >=
+// llama.cpp's - 0.05.
+bool passes(const Fixture& f, const Distance& ours, const Distance& llamacpp);
+// The quantized-weights KL bound, max(1.5 x llama.cpp's, 1e-5), on the median per-row KL, whatever
+// the weight type. For int8 activations: their second rounding flips the odd near-tied expert choice
+// or top-1 token, which moves the mean and top-1 by chance (llama.cpp's own figures are one such
+// draw), while a wrong quantization would raise the KL of every row.
+bool passes_median_kl_rule(const Distance& ours, const Distance& llamacpp);
+
+std::string describe(const Distance& d);
+
+}  // namespace ts::test

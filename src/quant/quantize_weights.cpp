@@ -105,17 +105,17 @@ void quantize_q5_1(const float* x, uint8_t* b) {
   pack_nibbles(q, b + layout::q5_1_qs);
 }
 
-// Nearest MXFP4 code for x at (halved) scale d; returns the squared error.
+// Nearest MXFP4 code for x at (halved) scale d; returns the squared error. The magnitudes
+// {0,1,2,3,4,6,8,12} are searched by their midpoints (exact products: d is a power of two); a tie
+// goes to the smaller magnitude, and anything that rounds to zero is +0 (code 0).
 float mxfp4_code(float x, float d, uint8_t& code) {
-  float best = INFINITY;
-  for (uint8_t c = 0; c < 16; ++c) {
-    const float e = d * static_cast<float>(kMxfp4Values[c]) - x;
-    if (e * e < best) {
-      best = e * e;
-      code = c;
-    }
-  }
-  return best;
+  static constexpr float kMidpoints[7] = {0.5f, 1.5f, 2.5f, 3.5f, 5.0f, 7.0f, 10.0f};
+  const float a = std::fabs(x);
+  uint8_t m = 0;
+  while (m < 7 && a > kMidpoints[m] * d) ++m;
+  code = m == 0 ? 0 : static_cast<uint8_t>(x < 0 ? m + 8 : m);
+  const float e = d * static_cast<float>(kMxfp4Values[code]) - x;
+  return e * e;
 }
 
 void quantize_mxfp4(const float* x, uint8_t* b) {

@@ -41,6 +41,7 @@ void run(const RunOptions& o) {
       [&](int32_t id) { return out.push(id); });
   out.finish();
   std::printf("\n");
+  std::fflush(stdout);  // the summary on stderr must follow the text, not interleave with it
   std::fprintf(stderr, "%s\n", st.summary().c_str());
 }
 

@@ -24,6 +24,7 @@ struct Act {
   float* data = nullptr;
   int64_t n = 0, dim = 0;
   float* row(int64_t i) const { return data + i * dim; }
+  Act first(int64_t rows) const { return Act{data, rows, dim}; }  // a view of the first rows
 };
 
 // Per-token rotary tables: cos and sin for each of head_dim/2 frequency pairs, per position.

@@ -6,12 +6,6 @@
 #include "util/error.h"
 
 namespace ts {
-namespace {
-
-Act rows(Act a, int64_t n) { return Act{a.data, n, a.dim}; }
-
-}  // namespace
-
 Forward::Forward(const Model& m, Backend& be, KvCache& kv, const ForwardOptions& opt)
     : m_(m), be_(be), kv_(kv), opt_(opt) {
   const HParams& h = m.hp();
@@ -46,7 +40,7 @@ void Forward::attention_block(int64_t l, Act x, int64_t n, int64_t pos0) {
   const HParams& hp = m_.hp();
   const Family& f = m_.family();
   const LayerWeights& w = m_.layer(l);
-  Act h = rows(h_, n), q = rows(q_, n), k = rows(k_, n), v = rows(v_, n), att = rows(att_, n), o = rows(o_, n);
+  Act h = h_.first(n), q = q_.first(n), k = k_.first(n), v = v_.first(n), att = att_.first(n), o = o_.first(n);
   be_.rms_norm(x, w.attn_norm, hp.norm_eps, hp.n_embd, h);
   be_.matmul(w.q, h, q);
   be_.matmul(w.k, h, k);
@@ -79,13 +73,13 @@ void Forward::attention_block(int64_t l, Act x, int64_t n, int64_t pos0) {
 void Forward::ffn_block(int64_t l, Act x, int64_t n) {
   const HParams& hp = m_.hp();
   const LayerWeights& w = m_.layer(l);
-  Act h = rows(h_, n), y = rows(ffn_out_, n);
+  Act h = h_.first(n), y = ffn_out_.first(n);
   be_.rms_norm(x, w.ffn_norm, hp.norm_eps, hp.n_embd, h);
   if (moe_) {
     moe_->forward(m_.experts(), l, w.router, w.router_bias, h, y, opt_.expert_order);
     moe_routing_[l] = moe_->last_routing();
   } else {
-    Act g = rows(gate_, n), u = rows(up_, n), a = rows(ffn_act_, n);
+    Act g = gate_.first(n), u = up_.first(n), a = ffn_act_.first(n);
     be_.matmul(w.ffn_gate, h, g);
     be_.matmul(w.ffn_up, h, u);
     be_.glu(m_.family().ffn_activation, g, u, a);
@@ -114,7 +108,7 @@ void Forward::run(const int32_t* ids, int64_t n, bool all_logits, float* logits)
     rope_[l] = same < l ? rope_[same] : make_rope_table(hp, f.rope_layout, base_of(l), pos0, n);
   }
 
-  Act x = rows(x_, n);
+  Act x = x_.first(n);
   be_.embed(m_.token_embd(), ids, n, x);
   if (f.embed_scale) be_.scale(x, f.embed_scale(hp));
   for (int64_t l = 0; l < hp.n_layer; ++l) {
@@ -125,9 +119,9 @@ void Forward::run(const int32_t* ids, int64_t n, bool all_logits, float* logits)
 
   // Only the rows whose logits are wanted go through the head (the largest matrix of small models).
   Act last = all_logits ? x : Act{x.row(n - 1), 1, x.dim};
-  Act h = rows(h_, last.n);
+  Act h = h_.first(last.n);
   be_.rms_norm(last, m_.output_norm(), hp.norm_eps, hp.n_embd, h);
-  Act out = rows(logits_, last.n);
+  Act out = logits_.first(last.n);
   be_.matmul(m_.output(), h, out);
   be_.to_host(out, logits);
 }

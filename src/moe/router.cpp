@@ -26,7 +26,7 @@ void route(RouterContract c, const float* logits, const float* bias, int64_t n_t
   out.k = k;
   out.experts.resize(n_tok * k);
   out.weights.resize(n_tok * k);
-  std::vector<float> z(n_expert);
+  std::vector<float> z(n_expert), p(n_expert);
   std::vector<int32_t> idx;
   for (int64_t t = 0; t < n_tok; ++t) {
     const float* l = logits + t * n_expert;
@@ -46,7 +46,6 @@ void route(RouterContract c, const float* logits, const float* bias, int64_t n_t
       for (int64_t r = 0; r < k; ++r) w[r] = static_cast<float>(std::exp(static_cast<double>(z[sel[r]] - top)) / sum);
     } else {
       // Probabilities over all experts rank them; the selected ones are renormalised to sum to 1.
-      std::vector<float> p(n_expert);
       double total = 0;
       for (int64_t e = 0; e < n_expert; ++e) total += std::exp(static_cast<double>(z[e] - mx));
       for (int64_t e = 0; e < n_expert; ++e) p[e] = static_cast<float>(std::exp(static_cast<double>(z[e] - mx)) / total);

@@ -3,6 +3,7 @@
 // forward pass (model/forward.cpp) calls only these operations, so a second backend (CUDA) is a
 // new implementation of this class, not a second forward pass.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -56,6 +57,20 @@ struct KvLayer {
   int64_t n_ctx = 0, width = 0;
 };
 
+// Where a buffer lives. The CPU backend has only host memory (all three kinds are host memory there);
+// a GPU backend keeps weights and activations in Device memory and stages host data through
+// PinnedHost memory, which the device can copy from asynchronously.
+enum class MemKind { Host, PinnedHost, Device };
+
+// Raw backend memory, e.g. the slots of an expert cache. Aligned to 4 KiB so that O_DIRECT reads
+// can land in it directly.
+struct Buffer {
+  void* data = nullptr;
+  size_t bytes = 0;
+  MemKind kind = MemKind::Host;
+};
+inline constexpr size_t kBufferAlign = 4096;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -66,6 +81,9 @@ class Backend {
   virtual Act alloc(int64_t n, int64_t dim) = 0;
   virtual void release(Act& a) = 0;
   virtual KvLayer alloc_kv(int64_t n_ctx, int64_t width) = 0;
+  // Zero-filled, kBufferAlign-aligned memory of `kind`; a failure is a ts::Error stating the size.
+  virtual Buffer alloc_buffer(size_t bytes, MemKind kind) = 0;
+  virtual void free_buffer(Buffer& b) = 0;
   // Weights: `upload` makes a matrix usable by the backend (the CPU backend uses mapped bytes in
   // place); `upload_f32` copies a small f32 vector (norm weights, biases, sinks).
   virtual Mat upload(const Mat& host) = 0;

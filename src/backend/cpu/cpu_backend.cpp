@@ -48,6 +48,20 @@ KvLayer CpuBackend::alloc_kv(int64_t n_ctx, int64_t width) {
   return l;
 }
 
+Buffer CpuBackend::alloc_buffer(size_t bytes, MemKind kind) {
+  // Every kind is host memory on the CPU; the rounding keeps O_DIRECT reads into whole pages legal.
+  const size_t rounded = (bytes + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
+  void* p = std::aligned_alloc(kBufferAlign, rounded ? rounded : kBufferAlign);
+  if (!p) fail("out of memory allocating a {}-byte buffer", bytes);
+  std::memset(p, 0, rounded);
+  return Buffer{p, bytes, kind};
+}
+
+void CpuBackend::free_buffer(Buffer& b) {
+  std::free(b.data);
+  b = Buffer{};
+}
+
 const float* CpuBackend::upload_f32(const std::vector<float>& v) {
   vectors_.push_back(v);
   return vectors_.back().data();

@@ -21,6 +21,8 @@ class CpuBackend final : public Backend {
   Act alloc(int64_t n, int64_t dim) override;
   void release(Act& a) override;
   KvLayer alloc_kv(int64_t n_ctx, int64_t width) override;
+  Buffer alloc_buffer(size_t bytes, MemKind kind) override;
+  void free_buffer(Buffer& b) override;
   Mat upload(const Mat& host) override { return host; }
   const float* upload_f32(const std::vector<float>& v) override;
 

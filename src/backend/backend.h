@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "quant/types.h"
@@ -52,6 +54,19 @@ struct AttentionParams {
   float scale = 1.0f;                 // applied to q·k
   int64_t window = 0;                 // > 0: a query at position p sees keys (p - window, p]
   const float* sinks = nullptr;       // per q-head logit added to the softmax denominator only
+  // When set, q and k arrive unrotated and attention rotates them first (the same as calling rope
+  // on each): a GPU backend then rotates, stores and attends in one pass.
+  const RopeParams* rope = nullptr;
+};
+
+// One product of a shared input: y = x W^T (+ bias), or with `accumulate` y += x W^T (+ bias).
+// The bias is added to the product before it is added to y, so the bytes are those of matmul,
+// add_bias, add.
+struct MatmulOut {
+  const Mat* w = nullptr;
+  Act y;
+  const float* bias = nullptr;
+  bool accumulate = false;
 };
 
 // One residual-stream edit (steering), applied to every row x of an activation. With d the
@@ -73,6 +88,35 @@ enum class Activation {
   SwiGLU,          // silu(gate) * up
   GeluTanhGLU,     // gelu_tanh(gate) * up (gemma)
   ClampedSwiGLU,   // gpt-oss: g = min(g, 7), u = clamp(u, -7, 7), g * sigmoid(1.702 g) * (u + 1)
+};
+
+// How a token's router logits choose its experts (moe/router.cpp is the definition; a backend that
+// routes on its device follows it, ties to the lower expert index).
+enum class RouterContract {
+  SoftmaxTopKRenorm,   // Mixtral, Qwen3-MoE: softmax over all, top-k, renormalise the k weights
+  BiasedTopKSoftmax,   // gpt-oss: add the bias, top-k on the biased logits, softmax over the k
+};
+
+// One routed expert's weights in backend memory.
+struct ExpertWeights {
+  Mat gate, up, down;
+  const float* gate_bias = nullptr;  // gpt-oss only
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
+};
+
+// A whole MoE layer in one operation: route each row of x under `contract`, run the k chosen
+// experts' FFNs, sum their outputs weighted, in router rank order. `experts` holds every expert of
+// the layer, resident at addresses that stay valid for the backend's lifetime (a backend may keep
+// its own table of them between calls).
+struct RoutedExperts {
+  int64_t layer = 0;  // names errors; one table per layer
+  RouterContract contract = RouterContract::SoftmaxTopKRenorm;
+  Activation activation = Activation::SwiGLU;
+  int64_t k = 0;
+  const Mat* router = nullptr;
+  const float* router_bias = nullptr;
+  std::span<const ExpertWeights> experts;
 };
 
 // A sequence's key/value cache, owned by the backend (which picks its element type and layout):
@@ -102,6 +146,11 @@ struct Step {
 // a GPU backend keeps weights and activations in Device memory and stages host data through
 // PinnedHost memory, which the device can copy from asynchronously.
 enum class MemKind { Host, PinnedHost, Device };
+
+// Work is issued to one of two queues: every operation goes to Compute; Transfer carries copies
+// that should overlap compute (expert slots filled from pinned host memory). Events order them.
+enum class Queue { Compute, Transfer };
+using EventHandle = int64_t;
 
 // Raw backend memory, e.g. the slots of an expert cache. Aligned to 4 KiB so that O_DIRECT reads
 // can land in it directly.
@@ -133,6 +182,27 @@ class Backend {
   virtual Mat upload(const Mat& host) = 0;
   virtual const float* upload_f32(const std::vector<float>& v) = 0;
 
+  // Asynchronous work. copy_async copies between memory of any kinds, in order with the other work
+  // of queue q (host memory that is not PinnedHost may make it synchronous). An event marks the
+  // work issued to a queue so far: wait_event makes a queue's later work start after it,
+  // host_wait blocks the caller until it completed. synchronize waits for both queues.
+  virtual void copy_async(void* dst, const void* src, size_t bytes, Queue q) = 0;
+  virtual EventHandle create_event() = 0;
+  virtual void destroy_event(EventHandle e) = 0;
+  virtual void record_event(EventHandle e, Queue q) = 0;
+  virtual void wait_event(Queue q, EventHandle e) = 0;
+  virtual void host_wait(EventHandle e) = 0;
+  virtual void synchronize() = 0;
+
+  // Recording. A step's operations that depend only on its key (its shape: rows per sequence, the
+  // wanted rows) and on device-side inputs may be recorded once and replayed (CUDA graphs). The
+  // forward pass calls replay(key) after begin_step: true means the recorded operations were
+  // issued and it must not issue them again; otherwise it may wrap them in begin_recording(key) /
+  // end_recording(). Backends that cannot record return false and ignore the other two.
+  virtual bool replay(uint64_t key) { return false; }
+  virtual void begin_recording(uint64_t key) {}
+  virtual void end_recording() {}
+
   // Starts a forward call: takes the step's ids, positions and sequences (the arrays may be reused
   // by the caller once this returns). The operations below refer to the current step.
   virtual void begin_step(const Step& s) = 0;
@@ -141,6 +211,8 @@ class Backend {
   virtual void embed(const Mat& table, Act out) = 0;                                   // rows of the step's ids
   virtual void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) = 0;  // per `group` elements
   virtual void matmul(const Mat& w, Act x, Act y) = 0;                                 // y = x W^T
+  // Several products of one input (q, k, v; gate, up), each with an optional bias and accumulation.
+  virtual void matmul_shared(Act x, std::span<const MatmulOut> outs) = 0;
   virtual void add_bias(Act y, const float* b) = 0;
   virtual void add(Act dst, Act src) = 0;                                              // dst += src
   virtual void scale(Act x, float s) = 0;                                              // x *= s
@@ -157,6 +229,10 @@ class Backend {
   virtual void scatter_rows(Act src, const int32_t* rows, int64_t n, Act dst) = 0;  // dst.row(rows[i]) = src.row(i)
   // out.row(t) = sum over r in [0, k) of weights[t*k + r] * slots.row(t*k + r), r ascending.
   virtual void combine_ranked(Act slots, const float* weights, int64_t k, Act out) = 0;
+  // The whole routed-expert layer (see RoutedExperts), out = MoE(x), with no host synchronization.
+  // Returns false when the backend does not offer it: the caller (moe/MoeLayer) then runs its loop
+  // of the operations above, which defines the result. The CPU backend returns false.
+  virtual bool routed_experts(const RoutedExperts& op, Act x, Act out) { return false; }
   virtual void steer(Act x, const SteerParams& p) = 0;
   // out.row(i) = x.row(out_rows[first + i]) for i < out.n, over the step's out_rows (x and out
   // must not overlap).
@@ -164,6 +240,12 @@ class Backend {
   // Makes an activation's values visible to the host (a no-op on the CPU).
   virtual void to_host(Act a, float* dst) = 0;
 };
+
+// The backend for --device: "cpu", "cuda" or "auto" (CUDA when this build has it and a device is
+// present, else CPU). Anything else, or "cuda" without a usable device, is a ts::Error saying why.
+std::unique_ptr<Backend> make_backend(const std::string& device, int cpu_threads);
+// Whether this build has the CUDA backend and a device can be used; `why` says why not.
+bool cuda_available(std::string* why = nullptr);
 
 // quantize_activations: multiply quantized weights with int8-quantized activations (llama.cpp's
 // way: fastest, adds a second rounding) instead of exact f32 activations (the default).

@@ -1,5 +1,6 @@
 #include "cli/options.h"
 
+#include <cstdlib>
 #include <thread>
 
 #include "runtime/default_model.h"
@@ -12,6 +13,8 @@ void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
   sub->add_option("-t,--threads", o.threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1024));
   sub->add_option("--ctx", o.ctx, "context size in tokens (KV cache positions)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   sub->add_option("--batch", o.batch, "tokens per forward call in prefill")->check(CLI::Range(int64_t{1}, int64_t{8192}));
+  sub->add_option("--device", o.device, "cpu, cuda, or auto: CUDA when a device is present (default: $TURBOSPARK_DEVICE, else auto)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
 }
 
 int resolve_threads(int requested) {
@@ -21,5 +24,14 @@ int resolve_threads(int requested) {
 }
 
 std::string resolve_model(const ModelOptions& o) { return o.model.empty() ? default_model_path() : o.model; }
+
+std::unique_ptr<Backend> make_backend(const ModelOptions& o) {
+  std::string device = o.device;
+  if (device.empty()) {
+    const char* env = std::getenv("TURBOSPARK_DEVICE");
+    device = env && *env ? env : "auto";
+  }
+  return ts::make_backend(device, resolve_threads(o.threads));
+}
 
 }  // namespace ts::cli

@@ -30,6 +30,24 @@ RopeParams rope_for_layer(const Model& m, int64_t l) {
   return p;
 }
 
+// The shape of a step: what every launch of a recorded step depends on (positions, ids and caches
+// reach the device through begin_step).
+uint64_t step_key(const Step& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the shape's integers
+  auto mix = [&](int64_t v) {
+    for (int b = 0; b < 8; ++b) h = (h ^ ((static_cast<uint64_t>(v) >> (8 * b)) & 0xff)) * 1099511628211ull;
+  };
+  mix(s.n_rows);
+  mix(s.n_seqs);
+  for (int64_t i = 0; i < s.n_seqs; ++i) {
+    mix(s.seqs[i].row0);
+    mix(s.seqs[i].n);
+  }
+  mix(s.n_out);
+  for (int64_t i = 0; i < s.n_out; ++i) mix(s.out_rows[i]);
+  return h;
+}
+
 }  // namespace
 
 Forward::Forward(const Model& m, Backend& be, const ForwardOptions& opt) : m_(m), be_(be), opt_(opt) {
@@ -69,22 +87,14 @@ void Forward::attention_block(int64_t l, Act x) {
   const Family& f = m_.family();
   const LayerWeights& w = m_.layer(l);
   const int64_t n = x.n;
-  Act h = h_.first(n), q = q_.first(n), k = k_.first(n), v = v_.first(n), att = att_.first(n), o = o_.first(n);
+  Act h = h_.first(n), q = q_.first(n), k = k_.first(n), v = v_.first(n), att = att_.first(n);
   be_.rms_norm(x, w.attn_norm, hp.norm_eps, hp.n_embd, h);
-  be_.matmul(w.q, h, q);
-  be_.matmul(w.k, h, k);
-  be_.matmul(w.v, h, v);
-  if (w.q_bias) {
-    be_.add_bias(q, w.q_bias);
-    be_.add_bias(k, w.k_bias);
-    be_.add_bias(v, w.v_bias);
-  }
+  const MatmulOut qkv[] = {{&w.q, q, w.q_bias}, {&w.k, k, w.k_bias}, {&w.v, v, w.v_bias}};
+  be_.matmul_shared(h, qkv);
   if (w.q_norm) {
     be_.rms_norm(q, w.q_norm, hp.norm_eps, hp.head_dim, q);
     be_.rms_norm(k, w.k_norm, hp.norm_eps, hp.head_dim, k);
   }
-  be_.rope(q, hp.n_head, hp.head_dim, rope_[l]);
-  be_.rope(k, hp.n_head_kv, hp.head_dim, rope_[l]);
   AttentionParams p;
   p.n_head = hp.n_head;
   p.n_head_kv = hp.n_head_kv;
@@ -92,10 +102,18 @@ void Forward::attention_block(int64_t l, Act x) {
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hp.head_dim)));
   p.window = hp.sliding_window > 0 && f.uses_window && f.uses_window(hp, l) ? hp.sliding_window : 0;
   p.sinks = w.sinks;
+  p.rope = &rope_[l];
   be_.attention(l, q, k, v, p, att);
-  be_.matmul(w.o, att, o);
-  if (w.o_bias) be_.add_bias(o, w.o_bias);
-  if (w.post_attn_norm) be_.rms_norm(o, w.post_attn_norm, hp.norm_eps, hp.n_embd, o);
+  // Without a norm on the attention output, the projection is added straight into the residual.
+  if (!w.post_attn_norm) {
+    const MatmulOut o{&w.o, x, w.o_bias, /*accumulate=*/true};
+    be_.matmul_shared(att, std::span(&o, 1));
+    return;
+  }
+  Act o = o_.first(n);
+  const MatmulOut out{&w.o, o, w.o_bias};
+  be_.matmul_shared(att, std::span(&out, 1));
+  be_.rms_norm(o, w.post_attn_norm, hp.norm_eps, hp.n_embd, o);
   be_.add(x, o);
 }
 
@@ -110,9 +128,14 @@ void Forward::ffn_block(int64_t l, Act x) {
     moe_routing_[l] = moe_->last_routing();
   } else {
     Act g = gate_.first(n), u = up_.first(n), a = ffn_act_.first(n);
-    be_.matmul(w.ffn_gate, h, g);
-    be_.matmul(w.ffn_up, h, u);
+    const MatmulOut gate_up[] = {{&w.ffn_gate, g}, {&w.ffn_up, u}};
+    be_.matmul_shared(h, gate_up);
     be_.glu(m_.family().ffn_activation, g, u, a);
+    if (!w.post_ffn_norm) {
+      const MatmulOut down{&w.ffn_down, x, nullptr, /*accumulate=*/true};
+      be_.matmul_shared(a, std::span(&down, 1));
+      return;
+    }
     be_.matmul(w.ffn_down, a, y);
   }
   if (w.post_ffn_norm) be_.rms_norm(y, w.post_ffn_norm, hp.norm_eps, hp.n_embd, y);
@@ -150,6 +173,14 @@ void Forward::layers(int64_t n, bool check) {
 void Forward::capture(int64_t layer, Act x) {
   const int64_t H = m_.hp().n_embd;
   for (const CaptureRow& c : capture_rows_) be_.to_host(x.rows(c.row, 1), c.dst + layer * H);
+}
+
+void Forward::head_pass(int64_t n, int64_t first, int64_t m) {
+  const HParams& hp = m_.hp();
+  Act sel = head_in_.first(m);
+  be_.select_output_rows(x_.first(n), first, sel);
+  be_.rms_norm(sel, m_.output_norm(), hp.norm_eps, hp.n_embd, sel);
+  be_.matmul(m_.output(), sel, logits_.first(m));
 }
 
 void Forward::run(std::span<const SeqStep> seqs) {
@@ -206,21 +237,29 @@ void Forward::run(std::span<const SeqStep> seqs) {
   step.out_rows = out_rows_.data();
   step.n_out = static_cast<int64_t>(out_rows_.size());
   be_.begin_step(step);
-  layers(n, false);
+  // The layers and the head's first pass depend only on the step's shape (its key) and on inputs the
+  // backend took in begin_step, so a backend that records (CUDA graphs) replays them for the next
+  // step of the same shape: every decode step after the first. Steps that copy residuals out, make
+  // several head passes, or route experts on the host are not recorded.
+  const bool recordable = capture_rows_.empty() && step.n_out <= head_rows_ && (!moe_ || moe_on_backend_);
+  const uint64_t key = step_key(step);
+  if (!(recordable && be_.replay(key))) {
+    if (recordable) be_.begin_recording(key);
+    layers(n, false);
+    if (step.n_out > 0) head_pass(n, 0, std::min(head_rows_, step.n_out));
+    if (recordable) be_.end_recording();
+    if (moe_) moe_on_backend_ = moe_->last_on_backend();
+  }
   for (const SeqStep& s : seqs) s.kv->n_past += s.n;
 
   // Only the rows whose logits are wanted go through the head (the largest matrix of small models).
   bool finite = true;
-  Act x = x_.first(n);
   for (int64_t first = 0; first < step.n_out; first += head_rows_) {
     const int64_t m = std::min(head_rows_, step.n_out - first);
-    Act sel = head_in_.first(m), out = logits_.first(m);
-    be_.select_output_rows(x, first, sel);
-    be_.rms_norm(sel, m_.output_norm(), hp.norm_eps, hp.n_embd, sel);
-    be_.matmul(m_.output(), sel, out);
+    if (first > 0) head_pass(n, first, m);
     for (int64_t r = 0; r < m; ++r) {
       float* dst = out_dst_[first + r];
-      be_.to_host(out.rows(r, 1), dst);
+      be_.to_host(logits_.rows(r, 1), dst);
       finite = finite && std::all_of(dst, dst + V, [](float v) { return std::isfinite(v); });
     }
   }

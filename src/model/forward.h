@@ -64,6 +64,9 @@ class Forward {
   void attention_block(int64_t l, Act x);
   void ffn_block(int64_t l, Act x);
   void check_finite(Act x, const char* what, int64_t layer);
+  // Output rows [first, first + m) of the step's wanted rows through the final norm and the head,
+  // into logits_.
+  void head_pass(int64_t n, int64_t first, int64_t m);
   void capture(int64_t layer, Act x);
 
   const Model& m_;
@@ -71,6 +74,7 @@ class Forward {
   ForwardOptions opt_;
   std::unique_ptr<MoeLayer> moe_;
   std::vector<Routing> moe_routing_;
+  bool moe_on_backend_ = false;  // the backend ran the last step's MoE layers itself (no host routing)
   std::vector<RopeParams> rope_;  // per layer
   int64_t head_rows_;             // rows per pass through the output head (bounds the logits buffer)
   Act x_, h_, q_, k_, v_, att_, o_, gate_, up_, ffn_act_, ffn_out_, head_in_, logits_;

@@ -12,17 +12,15 @@ namespace ts {
 
 class GgufFile;
 
-struct ExpertView {
-  Mat gate, up, down;
-  const float* gate_bias = nullptr;  // gpt-oss only
-  const float* up_bias = nullptr;
-  const float* down_bias = nullptr;
-};
+using ExpertView = ExpertWeights;
 
 class ExpertStore {
  public:
   virtual ~ExpertStore() = default;
   virtual ExpertView get(int64_t layer, int64_t expert) = 0;
+  // Whether every expert stays at the address get() gives for the store's lifetime (then a backend
+  // may run the whole layer itself: Backend::routed_experts).
+  virtual bool resident() const = 0;
 };
 
 // All experts in place in the mapped GGUF: expert e of a [n_expert][rows][cols] tensor is the

@@ -19,6 +19,21 @@ MoeLayer::~MoeLayer() {
 void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x,
                        Act out, ExpertOrder order) {
   const int64_t n = x.n, k = s_.k;
+  // Experts that stay put can be run by the backend as one operation (on a GPU: routing, expert
+  // FFNs and the combine without a host round trip); when it declines, the loop below defines it.
+  if (store.resident()) {
+    if (tables_.size() <= static_cast<size_t>(layer)) tables_.resize(layer + 1);
+    std::vector<ExpertView>& table = tables_[layer];
+    if (table.empty())
+      for (int64_t e = 0; e < s_.n_expert; ++e) table.push_back(store.get(layer, e));
+    const RoutedExperts op{layer, s_.contract, s_.activation, k, &router, router_bias, table};
+    on_backend_ = be_.routed_experts(op, x, out);
+    if (on_backend_) {
+      routing_ = Routing{};
+      return;
+    }
+  }
+  on_backend_ = false;
   Act logits = logits_.first(n);
   be_.matmul(router, x, logits);
   be_.to_host(logits, host_logits_.data());

@@ -30,7 +30,10 @@ class MoeLayer {
   // out = MoE(x) for x.n tokens; `layer` selects the experts and names errors.
   void forward(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x, Act out,
                ExpertOrder order);
+  // Empty when the backend ran the layer (the routing stayed on the device).
   const Routing& last_routing() const { return routing_; }
+  // Whether the last forward() ran as one backend operation (Backend::routed_experts).
+  bool last_on_backend() const { return on_backend_; }
 
  private:
   Backend& be_;
@@ -39,6 +42,8 @@ class MoeLayer {
   std::vector<float> host_logits_;
   Routing routing_;
   std::vector<std::vector<int32_t>> tokens_, slots_of_;  // per expert: token rows, (token, rank) slots
+  std::vector<std::vector<ExpertView>> tables_;          // per layer: every expert, for routed_experts
+  bool on_backend_ = false;
 };
 
 }  // namespace ts

@@ -31,6 +31,7 @@ class ResidentExperts final : public ExpertStore {
     }
     return v;
   }
+  bool resident() const override { return true; }
 
  private:
   static Mat slice(const Mat& stack, int64_t e, int64_t rows) {

@@ -5,12 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace ts {
+#include "backend/backend.h"  // RouterContract
 
-enum class RouterContract {
-  SoftmaxTopKRenorm,   // Mixtral, Qwen3-MoE: softmax over all, top-k, renormalise the k weights
-  BiasedTopKSoftmax,   // gpt-oss: add the bias, top-k on the biased logits, softmax over the k
-};
+namespace ts {
 
 struct Routing {
   int64_t n_tok = 0, k = 0;

@@ -47,6 +47,8 @@ class RecordingStore final : public ExpertStore {
     calls.push_back(expert);
     return inner_.get(layer, expert);
   }
+  // Not resident: every expert must be fetched through get(), so the calls can be recorded.
+  bool resident() const override { return false; }
   std::vector<int64_t> calls;
 
  private:

@@ -81,6 +81,8 @@ const float* CpuBackend::upload_f32(const std::vector<float>& v) {
   return vectors_.back().data();
 }
 
+void CpuBackend::copy_async(void* dst, const void* src, size_t bytes, Queue) { std::memcpy(dst, src, bytes); }
+
 void CpuBackend::begin_step(const Step& st) {
   ids_.assign(st.ids, st.ids + st.n_rows);
   seqs_.assign(st.seqs, st.seqs + st.n_seqs);
@@ -150,6 +152,22 @@ void CpuBackend::matmul(const Mat& w, Act x, Act y) {
   });
 }
 
+void CpuBackend::matmul_shared(Act x, std::span<const MatmulOut> outs) {
+  for (const MatmulOut& o : outs) {
+    if (!o.accumulate) {
+      matmul(*o.w, x, o.y);
+      if (o.bias) add_bias(o.y, o.bias);
+      continue;
+    }
+    // The product (and bias) first, then one add into y: the bytes of matmul, add_bias, add.
+    acc_.resize(static_cast<size_t>(o.y.n * o.y.dim));
+    const Act t{acc_.data(), o.y.n, o.y.dim};
+    matmul(*o.w, x, t);
+    if (o.bias) add_bias(t, o.bias);
+    add(o.y, t);
+  }
+}
+
 void CpuBackend::add_bias(Act y, const float* b) {
   for (int64_t i = 0; i < y.n; ++i) {
     float* r = y.row(i);
@@ -197,6 +215,10 @@ void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams&
 }
 
 void CpuBackend::attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) {
+  if (p.rope) {
+    rope(q, p.n_head, p.head_dim, *p.rope);
+    rope(k, p.n_head_kv, p.head_dim, *p.rope);
+  }
   const int64_t hd = p.head_dim, group = p.n_head / p.n_head_kv;
   std::vector<const KvSeq*> seq(seqs_.size());
   for (size_t s = 0; s < seqs_.size(); ++s) {

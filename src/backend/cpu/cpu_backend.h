@@ -29,11 +29,20 @@ class CpuBackend final : public Backend {
   void free_buffer(Buffer& b) override;
   Mat upload(const Mat& host) override { return host; }
   const float* upload_f32(const std::vector<float>& v) override;
+  // Every queue is the calling thread: copies happen at once and events are always complete.
+  void copy_async(void* dst, const void* src, size_t bytes, Queue q) override;
+  EventHandle create_event() override { return 0; }
+  void destroy_event(EventHandle) override {}
+  void record_event(EventHandle, Queue) override {}
+  void wait_event(Queue, EventHandle) override {}
+  void host_wait(EventHandle) override {}
+  void synchronize() override {}
 
   void begin_step(const Step& s) override;
   void embed(const Mat& table, Act out) override;
   void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) override;
   void matmul(const Mat& w, Act x, Act y) override;
+  void matmul_shared(Act x, std::span<const MatmulOut> outs) override;
   void add_bias(Act y, const float* b) override;
   void add(Act dst, Act src) override;
   void scale(Act x, float s) override;
@@ -64,6 +73,7 @@ class CpuBackend final : public Backend {
   std::vector<int64_t> row_pos_, row_seq_;
   std::vector<RopeTable> rope_;  // tables computed for this step, one per distinct RopeParams
   std::vector<uint8_t> xq_;                   // quantized activations for matmul
+  std::vector<float> acc_;                    // products accumulated into their output afterwards
 };
 
 }  // namespace ts

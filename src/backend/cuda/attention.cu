@@ -1,0 +1,391 @@
+// Attention: rotation and cache writes, split-KV decoding (one query row per sequence) and a
+// tiled prefill kernel (many rows of a sequence share each K/V tile), with sliding windows and
+// sinks. The cache holds halves; scores, softmax and sums are f32 in a fixed order (no atomics).
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace ts::gpu {
+namespace {
+
+// RopeParams with the YaRN ramp precomputed on the host (model/rope semantics, rope_table.cpp).
+struct RopeDev {
+  bool on = false, neox = false, yarn = false;
+  int n_rot = 0;
+  double base = 10000, linear = 1, yarn_factor = 0, lo = 0, hi = 0, mscale = 1;
+  const float* freq_factors = nullptr;
+};
+
+double yarn_corr_dim(double n_dims, double n_ctx_orig, double n_rot, double base) {
+  return n_dims * std::log(n_ctx_orig / (n_rot * 2 * std::numbers::pi)) / (2 * std::log(base));
+}
+
+RopeDev rope_dev(const RopeParams* p) {
+  RopeDev r;
+  if (!p) return r;
+  r.on = true;
+  r.neox = p->layout == RopeParams::Layout::NeoX;
+  r.n_rot = static_cast<int>(p->n_rot);
+  r.base = p->base;
+  r.linear = p->linear_factor;
+  r.freq_factors = p->freq_factors;
+  r.yarn = p->yarn_factor > 0;
+  if (r.yarn) {
+    const double d = static_cast<double>(p->n_rot);
+    r.yarn_factor = p->yarn_factor;
+    r.lo = std::max(0.0, std::floor(yarn_corr_dim(d, p->yarn_orig_ctx, p->yarn_beta_fast, p->base)));
+    r.hi = std::min(d - 1, std::ceil(yarn_corr_dim(d, p->yarn_orig_ctx, p->yarn_beta_slow, p->base)));
+    r.mscale = 1.0 + 0.1 * std::log(p->yarn_factor);
+  }
+  return r;
+}
+
+// The layer's K (kv = 0) or V (kv = 1) of kv head h in a sequence's cache.
+__device__ __forceinline__ __half* cache_at(const DevSeq& s, int64_t layer, int kv, int64_t n_kv, int64_t h, int64_t hd) {
+  return s.kv + (((layer * 2 + kv) * n_kv + h) * s.n_ctx) * hd;
+}
+
+// One block per row: rotate q and k in place (pairs j of every head, angle from the row's position
+// in double like CpuBackend's table), then store k and v as halves at the row's position.
+__global__ void rope_store_kernel(float* q, float* k, const float* v, int64_t layer, int64_t n_head, int64_t n_kv,
+                                  int64_t hd, RopeDev r, StepDev st) {
+  const int64_t i = blockIdx.x;
+  const int64_t pos = st.pos[i];
+  float* qi = q + i * n_head * hd;
+  float* ki = k + i * n_kv * hd;
+  if (r.on) {
+    const int half = r.n_rot / 2;
+    for (int idx = threadIdx.x; idx < half * (n_head + n_kv); idx += blockDim.x) {
+      const int j = idx % half;
+      const int64_t h = idx / half;
+      const double d = static_cast<double>(r.n_rot);
+      double theta = static_cast<double>(pos) / r.linear * pow(r.base, -2.0 * j / d);
+      if (r.freq_factors) theta /= r.freq_factors[j];
+      if (r.yarn) {
+        const double ramp = 1.0 - fmin(fmax((j - r.lo) / fmax(0.001, r.hi - r.lo), 0.0), 1.0);
+        theta = theta / r.yarn_factor * (1 - ramp) + theta * ramp;
+      }
+      const float c = static_cast<float>(cos(theta) * r.mscale), s = static_cast<float>(sin(theta) * r.mscale);
+      float* x = h < n_head ? qi + h * hd : ki + (h - n_head) * hd;
+      float& a = r.neox ? x[j] : x[2 * j];
+      float& b = r.neox ? x[j + half] : x[2 * j + 1];
+      const float a0 = a, b0 = b;
+      a = a0 * c - b0 * s;
+      b = a0 * s + b0 * c;
+    }
+    __syncthreads();
+  }
+  const DevSeq& s = st.seqs[st.seq[i]];
+  for (int64_t e = threadIdx.x; e < n_kv * hd; e += blockDim.x) {
+    const int64_t h = e / hd, d = e % hd;
+    cache_at(s, layer, 0, n_kv, h, hd)[pos * hd + d] = __float2half_rn(ki[e]);
+    cache_at(s, layer, 1, n_kv, h, hd)[pos * hd + d] = __float2half_rn(v[i * n_kv * hd + e]);
+  }
+}
+
+// The keys row i attends to: [lo, pos].
+__device__ __forceinline__ int64_t first_key(int64_t pos, int64_t window) { return window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0; }
+
+struct AttnDev {
+  int64_t n_head, n_kv, window;
+  float scale;
+  const float* sinks;
+};
+
+constexpr int kDecodeWarps = 4;
+template <int HD>
+constexpr int max_group() {
+  return HD <= 64 ? 16 : (HD == 128 ? 8 : 4);
+}
+
+// Split-KV decoding: block (row, kv head, split) walks its share of the keys in tiles of 32, one key
+// per lane for the scores and one dimension slice per lane for the values, with an online softmax
+// per q head of the group; its 4 warps are merged in order and the split's (max, sum, acc) written.
+template <int HD>
+__global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const float* q, int64_t layer, AttnDev a, StepDev st,
+                                                                        float* part, int splits) {
+  constexpr int GM = max_group<HD>(), EPL = HD / 32;
+  const int G = static_cast<int>(a.n_head / a.n_kv);
+  const int64_t i = blockIdx.x, kvh = blockIdx.y;
+  const int split = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __shared__ float qs[GM][HD];
+  __shared__ float wm[kDecodeWarps][GM], wl[kDecodeWarps][GM];
+  __shared__ float wacc[kDecodeWarps][GM][HD];
+  for (int e = threadIdx.x; e < G * HD; e += blockDim.x) qs[e / HD][e % HD] = q[i * a.n_head * HD + (kvh * G) * HD + e];
+  __syncthreads();
+  const DevSeq& s = st.seqs[st.seq[i]];
+  const int64_t pos = st.pos[i], lo = first_key(pos, a.window), n_keys = pos - lo + 1;
+  const int64_t chunk = (n_keys + splits - 1) / splits;
+  const int64_t k0 = lo + split * chunk, k1 = pos + 1 < k0 + chunk ? pos + 1 : k0 + chunk;
+  const __half* K = cache_at(s, layer, 0, a.n_kv, kvh, HD);
+  const __half* V = cache_at(s, layer, 1, a.n_kv, kvh, HD);
+  float m[GM], l[GM], acc[GM][EPL];
+#pragma unroll
+  for (int g = 0; g < GM; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0;
+#pragma unroll
+    for (int e = 0; e < EPL; ++e) acc[g][e] = 0;
+  }
+  for (int64_t t0 = k0 + warp * 32; t0 < k1; t0 += kDecodeWarps * 32) {
+    const int64_t key = t0 + lane;
+    const bool valid = key < k1;
+    float sc[GM];
+#pragma unroll
+    for (int g = 0; g < GM; ++g) sc[g] = 0;
+    if (valid) {
+      const uint4* kr = reinterpret_cast<const uint4*>(K + key * HD);
+#pragma unroll
+      for (int c = 0; c < HD / 8; ++c) {
+        const uint4 raw = kr[c];
+        const __half2* h2 = reinterpret_cast<const __half2*>(&raw);
+        float kf[8];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const float2 f = __half22float2(h2[u]);
+          kf[2 * u] = f.x;
+          kf[2 * u + 1] = f.y;
+        }
+#pragma unroll
+        for (int g = 0; g < GM; ++g)
+          if (g < G)
+#pragma unroll
+            for (int u = 0; u < 8; ++u) sc[g] = fmaf(qs[g][8 * c + u], kf[u], sc[g]);
+      }
+    }
+    float p[GM];
+#pragma unroll
+    for (int g = 0; g < GM; ++g) {
+      if (g >= G) continue;
+      const float sv = valid ? sc[g] * a.scale : -INFINITY;
+      const float mn = fmaxf(m[g], warp_max(sv));
+      const float corr = m[g] == -INFINITY ? 0.0f : expf(m[g] - mn);
+      p[g] = valid ? expf(sv - mn) : 0.0f;
+      l[g] = l[g] * corr + warp_sum(p[g]);
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) acc[g][e] *= corr;
+      m[g] = mn;
+    }
+    const int64_t n_here = k1 - t0 < 32 ? k1 - t0 : 32;
+    for (int j = 0; j < n_here; ++j) {
+      float vf[EPL];
+      const __half* vr = V + (t0 + j) * HD + lane * EPL;
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) vf[e] = __half2float(vr[e]);
+#pragma unroll
+      for (int g = 0; g < GM; ++g) {
+        if (g >= G) continue;
+        const float pj = __shfl_sync(0xffffffffu, p[g], j);
+#pragma unroll
+        for (int e = 0; e < EPL; ++e) acc[g][e] = fmaf(pj, vf[e], acc[g][e]);
+      }
+    }
+  }
+  if (lane == 0)
+#pragma unroll
+    for (int g = 0; g < GM; ++g)
+      if (g < G) {
+        wm[warp][g] = m[g];
+        wl[warp][g] = l[g];
+      }
+#pragma unroll
+  for (int g = 0; g < GM; ++g)
+    if (g < G)
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) wacc[warp][g][lane * EPL + e] = acc[g][e];
+  __syncthreads();
+  // Merge the warps in order; one thread per (q head of the group, dimension).
+  for (int e = threadIdx.x; e < G * HD; e += blockDim.x) {
+    const int g = e / HD, d = e % HD;
+    float M = -INFINITY;
+    for (int w = 0; w < kDecodeWarps; ++w) M = fmaxf(M, wm[w][g]);
+    float L = 0, A = 0;
+    for (int w = 0; w < kDecodeWarps; ++w) {
+      const float f = wm[w][g] == -INFINITY ? 0.0f : expf(wm[w][g] - M);
+      L += wl[w][g] * f;
+      A += wacc[w][g][d] * f;
+    }
+    float* dst = part + ((i * a.n_head + kvh * G + g) * splits + split) * (HD + 2);
+    if (d == 0) {
+      dst[0] = M;
+      dst[1] = L;
+    }
+    dst[2 + d] = A;
+  }
+}
+
+// The splits of (row, head) in order, with the sink as one more logit in the denominator.
+__global__ void attn_combine_kernel(const float* part, int splits, int64_t hd, AttnDev a, float* out) {
+  const int64_t i = blockIdx.x, h = blockIdx.y;
+  const float* p = part + (i * a.n_head + h) * splits * (hd + 2);
+  float M = a.sinks ? a.sinks[h] : -INFINITY;
+  for (int s = 0; s < splits; ++s) M = fmaxf(M, p[s * (hd + 2)]);
+  float L = a.sinks ? expf(a.sinks[h] - M) : 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float ms = p[s * (hd + 2)];
+    if (ms != -INFINITY) L += p[s * (hd + 2) + 1] * expf(ms - M);
+  }
+  for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
+    float A = 0;
+    for (int s = 0; s < splits; ++s) {
+      const float ms = p[s * (hd + 2)];
+      if (ms != -INFINITY) A += p[s * (hd + 2) + 2 + d] * expf(ms - M);
+    }
+    out[i * a.n_head * hd + h * hd + d] = A / L;
+  }
+}
+
+// Prefill: block (row tile, sequence, kv head); thread = (row, q head of the group, 32-dim slice);
+// K/V tiles of 32 keys in shared memory are shared by every row of the tile. Online softmax per
+// thread group, the sink as the initial (max, sum) = (sink, 1).
+constexpr int kKeyTile = 32, kPrefillThreads = 256;
+template <int HD>
+__global__ void __launch_bounds__(kPrefillThreads) attn_prefill_kernel(const float* q, int64_t layer, AttnDev a, StepDev st,
+                                                                       float* out, int rows_per_tile) {
+  constexpr int TD = HD / 32;  // threads per q vector
+  const int G = static_cast<int>(a.n_head / a.n_kv);
+  __shared__ __half ks[kKeyTile][HD], vs[kKeyTile][HD];
+  const DevSeq& s = st.seqs[blockIdx.y];
+  const int64_t kvh = blockIdx.z;
+  const int tid = threadIdx.x, part = tid % TD, g = (tid / TD) % G, r = tid / (TD * G);
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * rows_per_tile;
+  if (r0 >= s.n) return;  // block-uniform
+  const bool active = r < rows_per_tile && r0 + r < s.n;
+  const int64_t row = s.row0 + r0 + r;
+  const int64_t pos = active ? s.pos0 + r0 + r : 0, lo = first_key(pos, a.window);
+  // Keys the tile needs: from the first row's window start to the last row's position.
+  const int64_t last = (s.n < r0 + rows_per_tile ? s.n : r0 + rows_per_tile) - 1;
+  const int64_t kmin = first_key(s.pos0 + r0, a.window), kmax = s.pos0 + last;
+  const int64_t h = kvh * G + g;
+  float qv[32], acc[32];
+#pragma unroll
+  for (int d = 0; d < 32; ++d) {
+    qv[d] = active ? q[row * a.n_head * HD + h * HD + part * 32 + d] : 0.0f;
+    acc[d] = 0;
+  }
+  float m = a.sinks ? a.sinks[h] : -INFINITY, l = a.sinks ? 1.0f : 0.0f;
+  const __half* K = cache_at(s, layer, 0, a.n_kv, kvh, HD);
+  const __half* V = cache_at(s, layer, 1, a.n_kv, kvh, HD);
+  for (int64_t t0 = kmin; t0 <= kmax; t0 += kKeyTile) {
+    const int n_keys = static_cast<int>(kmax + 1 - t0 < kKeyTile ? kmax + 1 - t0 : kKeyTile);
+    __syncthreads();
+    for (int e = tid; e < n_keys * HD / 8; e += blockDim.x) {
+      const int key = e / (HD / 8), c = e % (HD / 8);
+      reinterpret_cast<uint4*>(&ks[key][0])[c] = reinterpret_cast<const uint4*>(K + (t0 + key) * HD)[c];
+      reinterpret_cast<uint4*>(&vs[key][0])[c] = reinterpret_cast<const uint4*>(V + (t0 + key) * HD)[c];
+    }
+    __syncthreads();
+    // Every thread computes every tile (masked), so the shuffles below always have the full warp.
+    float sc[kKeyTile];
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kKeyTile; ++j) {
+      float d = 0;
+      if (j < n_keys) {
+#pragma unroll
+        for (int e = 0; e < 32; e += 2) {
+          const float2 kf = __half22float2(*reinterpret_cast<const __half2*>(&ks[j][part * 32 + e]));
+          d = fmaf(qv[e], kf.x, d);
+          d = fmaf(qv[e + 1], kf.y, d);
+        }
+      }
+#pragma unroll
+      for (int o = 1; o < TD; o <<= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+      const int64_t key = t0 + j;
+      sc[j] = j < n_keys && key >= lo && key <= pos ? d * a.scale : -INFINITY;
+      tile_max = fmaxf(tile_max, sc[j]);
+    }
+    const float mn = fmaxf(m, tile_max);
+    const float corr = m == -INFINITY ? 0.0f : expf(m - mn);
+    l *= corr;
+#pragma unroll
+    for (int d = 0; d < 32; ++d) acc[d] *= corr;
+#pragma unroll
+    for (int j = 0; j < kKeyTile; ++j) {
+      if (sc[j] == -INFINITY) continue;
+      const float p = expf(sc[j] - mn);
+      l += p;
+#pragma unroll
+      for (int e = 0; e < 32; e += 2) {
+        const float2 vf = __half22float2(*reinterpret_cast<const __half2*>(&vs[j][part * 32 + e]));
+        acc[e] = fmaf(p, vf.x, acc[e]);
+        acc[e + 1] = fmaf(p, vf.y, acc[e + 1]);
+      }
+    }
+    m = mn;
+  }
+  if (!active) return;
+  const float inv = 1.0f / l;
+#pragma unroll
+  for (int d = 0; d < 32; ++d) out[row * a.n_head * HD + h * HD + part * 32 + d] = acc[d] * inv;
+}
+
+int decode_splits(const AttentionParams& p, const StepDev& st) {
+  // Enough blocks for the whole chip whatever the depth (the split count must not depend on the
+  // positions: a recorded step replays it).
+  const int64_t blocks = static_cast<int64_t>(st.n_rows) * p.n_head_kv;
+  return static_cast<int>(std::min<int64_t>(64, std::max<int64_t>(1, ceil_div(264, blocks))));
+}
+
+bool decode_shape(const StepDev& st) { return st.max_seq_rows == 1; }
+
+AttnDev attn_dev(const AttentionParams& p) { return AttnDev{p.n_head, p.n_head_kv, p.window, p.scale, p.sinks}; }
+
+}  // namespace
+
+void rope_store(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const RopeParams* rope,
+                const StepDev& st, cudaStream_t s) {
+  rope_store_kernel<<<st.n_rows, 256, 0, s>>>(q, k, v, layer, p.n_head, p.n_head_kv, p.head_dim, rope_dev(rope), st);
+  check_launch("rope_store");
+}
+
+int64_t attention_scratch_floats(const AttentionParams& p, const StepDev& st) {
+  return decode_shape(st) ? static_cast<int64_t>(st.n_rows) * p.n_head * decode_splits(p, st) * (p.head_dim + 2) : 0;
+}
+
+void attention(const float* q, int64_t layer, const AttentionParams& p, const StepDev& st, float* scratch, float* out,
+               cudaStream_t s) {
+  const AttnDev a = attn_dev(p);
+  const int64_t G = p.n_head / p.n_head_kv;
+  if (p.n_head % p.n_head_kv != 0) fail_text("attention: the heads do not divide into the kv heads");
+  if (decode_shape(st)) {
+    const int splits = decode_splits(p, st);
+    const dim3 grid(st.n_rows, static_cast<unsigned>(p.n_head_kv), splits);
+    auto launch = [&]<int HD>() {
+      if (G > max_group<HD>())
+        fail_text("the CUDA decode attention takes at most " + std::to_string(max_group<HD>()) + " q heads per kv head at head size " +
+                  std::to_string(HD));
+      attn_decode_kernel<HD><<<grid, kDecodeWarps * 32, 0, s>>>(q, layer, a, st, scratch, splits);
+    };
+    switch (p.head_dim) {
+      case 32: launch.template operator()<32>(); break;
+      case 64: launch.template operator()<64>(); break;
+      case 128: launch.template operator()<128>(); break;
+      case 256: launch.template operator()<256>(); break;
+      default: fail_text("the CUDA backend supports head sizes 32, 64, 128 and 256, not " + std::to_string(p.head_dim));
+    }
+    check_launch("attn_decode");
+    attn_combine_kernel<<<dim3(st.n_rows, static_cast<unsigned>(p.n_head)), 64, 0, s>>>(scratch, splits, p.head_dim, a, out);
+    check_launch("attn_combine");
+    return;
+  }
+  const int64_t per_row = G * (p.head_dim / 32);
+  if (per_row > kPrefillThreads)
+    fail_text("attention: " + std::to_string(G) + " q heads per kv head at head size " + std::to_string(p.head_dim) + " exceed one block");
+  const int rows_per_tile = static_cast<int>(kPrefillThreads / per_row);
+  const dim3 grid(static_cast<unsigned>(ceil_div(st.max_seq_rows, rows_per_tile)), st.n_seqs, static_cast<unsigned>(p.n_head_kv));
+  auto launch = [&]<int HD>() { attn_prefill_kernel<HD><<<grid, kPrefillThreads, 0, s>>>(q, layer, a, st, out, rows_per_tile); };
+  switch (p.head_dim) {
+    case 32: launch.template operator()<32>(); break;
+    case 64: launch.template operator()<64>(); break;
+    case 128: launch.template operator()<128>(); break;
+    case 256: launch.template operator()<256>(); break;
+    default: fail_text("the CUDA backend supports head sizes 32, 64, 128 and 256, not " + std::to_string(p.head_dim));
+  }
+  check_launch("attn_prefill");
+}
+
+}  // namespace ts::gpu

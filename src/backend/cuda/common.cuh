@@ -1,0 +1,62 @@
+// Small device helpers shared by the kernel files.
+#pragma once
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "backend/cuda/check.h"
+
+namespace ts::gpu {
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum of one value per thread over the block, in a fixed order (so the same inputs give the same
+// bits): butterfly within warps, then warp 0 over the warps' sums. Every thread gets the result.
+// `shared` holds at least 33 doubles; blockDim.x is a multiple of 32.
+__device__ inline double block_sum(double v, double* shared) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warp_sum(v);
+  __syncthreads();  // `shared` may still be read from a previous call
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    double t = lane < warps ? shared[lane] : 0.0;
+    t = warp_sum(t);
+    if (lane == 0) shared[32] = t;
+  }
+  __syncthreads();
+  return shared[32];
+}
+
+// The gated activations, written as CpuBackend::glu writes them (same operations, same NaN handling).
+__device__ __forceinline__ float glu_value(Activation a, float g, float u) {
+  switch (a) {
+    case Activation::SwiGLU: return g / (1.0f + expf(-g)) * u;
+    case Activation::GeluTanhGLU: return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
+    case Activation::ClampedSwiGLU: {
+      const float x = 7.0f < g ? 7.0f : g;
+      const float y = u < -7.0f ? -7.0f : (7.0f < u ? 7.0f : u);
+      return x / (1.0f + expf(-1.702f * x)) * (y + 1.0f);
+    }
+  }
+  return 0.0f;
+}
+
+}  // namespace ts::gpu

@@ -1,0 +1,574 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/weight_layout.h"
+#include "util/error.h"
+
+namespace ts {
+namespace {
+
+using gpu::DMat;
+using gpu::dmat;
+
+// Device memory that only grows (scratch for one kind of intermediate). Outgrown blocks are kept
+// until the backend goes: a recorded step may still refer to them.
+class Scratch {
+ public:
+  template <class T>
+  T* get(int64_t count) {
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T);
+    if (bytes > bytes_) {
+      void* p = nullptr;
+      TS_CUDA(cudaMalloc(&p, bytes));
+      blocks_.push_back(p);
+      ptr_ = p;
+      bytes_ = bytes;
+    }
+    return static_cast<T*>(ptr_);
+  }
+  ~Scratch() {
+    for (void* p : blocks_) cudaFree(p);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+  std::vector<void*> blocks_;
+};
+
+// Pinned host memory that only grows, for staging small uploads.
+class PinnedScratch {
+ public:
+  template <class T>
+  T* get(int64_t count) {
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T);
+    if (bytes > bytes_) {
+      if (ptr_) TS_CUDA(cudaFreeHost(ptr_));
+      TS_CUDA(cudaMallocHost(&ptr_, bytes));
+      bytes_ = bytes;
+    }
+    return static_cast<T*>(ptr_);
+  }
+  ~PinnedScratch() {
+    if (ptr_) cudaFreeHost(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() {
+    TS_CUDA(cudaSetDevice(0));
+    TS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TS_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    TS_CUDA(cudaEventCreateWithFlags(&step_uploaded_, cudaEventDisableTiming));
+    if (cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised");
+    if (cublasSetStream(blas_, stream_) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be bound to the stream");
+  }
+  ~CudaBackend() override {
+    cudaStreamSynchronize(stream_);
+    cudaStreamSynchronize(copy_stream_);
+    for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
+    for (void* p : owned_) cudaFree(p);
+    for (auto& [h, kv] : kv_) cudaFree(kv.data);
+    for (auto& [h, e] : events_) cudaEventDestroy(e);
+    for (auto& [l, t] : tables_) cudaFree(t.dev);
+    cudaFree(step_dev_buf_);
+    cublasDestroy(blas_);
+    cudaEventDestroy(step_uploaded_);
+    cudaStreamDestroy(copy_stream_);
+    cudaStreamDestroy(stream_);
+  }
+
+  const char* name() const override { return "cuda"; }
+  int threads() const override { return 1; }
+
+  // --- memory ------------------------------------------------------------------------------------
+  Act alloc(int64_t n, int64_t dim) override {
+    float* p = nullptr;
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(n * dim, 1)) * sizeof(float);
+    if (cudaMalloc(&p, bytes) != cudaSuccess) fail("out of device memory allocating {} x {} activations", n, dim);
+    TS_CUDA(cudaMemset(p, 0, bytes));
+    return Act{p, n, dim};
+  }
+  void release(Act& a) override {
+    if (a.data) TS_CUDA(cudaFree(a.data));
+    a = Act{};
+  }
+  KvHandle alloc_kv(int64_t n_layer, int64_t n_ctx, int64_t width) override {
+    KvSeq s{nullptr, n_layer, n_ctx, width};
+    const size_t bytes = s.bytes();
+    if (cudaMalloc(&s.data, bytes) != cudaSuccess)
+      fail("out of device memory allocating a KV cache of {} positions ({} MiB; reduce --ctx)", n_ctx, bytes >> 20);
+    TS_CUDA(cudaMemset(s.data, 0, bytes));
+    const KvHandle h = next_kv_++;
+    kv_.emplace(h, s);
+    return h;
+  }
+  void free_kv(KvHandle kv) override {
+    auto it = kv_.find(kv);
+    if (it == kv_.end()) return;
+    TS_CUDA(cudaStreamSynchronize(stream_));
+    TS_CUDA(cudaFree(it->second.data));
+    kv_.erase(it);
+  }
+  size_t kv_bytes() const override {
+    size_t total = 0;
+    for (const auto& [h, s] : kv_) total += s.bytes();
+    return total;
+  }
+  Buffer alloc_buffer(size_t bytes, MemKind kind) override {
+    const size_t rounded = std::max(kBufferAlign, (bytes + kBufferAlign - 1) / kBufferAlign * kBufferAlign);
+    void* p = nullptr;
+    switch (kind) {
+      case MemKind::Device: {
+        void* raw = nullptr;
+        if (cudaMalloc(&raw, rounded + kBufferAlign) != cudaSuccess) fail("out of device memory allocating a {}-byte buffer", bytes);
+        p = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + kBufferAlign - 1) / kBufferAlign * kBufferAlign);
+        device_raw_[p] = raw;
+        TS_CUDA(cudaMemset(p, 0, rounded));
+        break;
+      }
+      case MemKind::PinnedHost:
+        if (cudaHostAlloc(&p, rounded, cudaHostAllocDefault) != cudaSuccess) fail("cannot pin a {}-byte host buffer", bytes);
+        std::memset(p, 0, rounded);
+        break;
+      case MemKind::Host:
+        p = std::aligned_alloc(kBufferAlign, rounded);
+        if (!p) fail("out of memory allocating a {}-byte buffer", bytes);
+        std::memset(p, 0, rounded);
+        break;
+    }
+    return Buffer{p, bytes, kind};
+  }
+  void free_buffer(Buffer& b) override {
+    if (!b.data) return;
+    switch (b.kind) {
+      case MemKind::Device: {
+        TS_CUDA(cudaStreamSynchronize(stream_));
+        auto it = device_raw_.find(b.data);
+        if (it != device_raw_.end()) {
+          TS_CUDA(cudaFree(it->second));
+          device_raw_.erase(it);
+        }
+        break;
+      }
+      case MemKind::PinnedHost: TS_CUDA(cudaFreeHost(b.data)); break;
+      case MemKind::Host: std::free(b.data); break;
+    }
+    b = Buffer{};
+  }
+
+  // Weights arrive in the file's layout; they are copied in pieces through pinned memory and
+  // repacked on the device (weight_layout.h).
+  Mat upload(const Mat& host) override {
+    if (host.cols % 32 != 0)
+      fail("the CUDA backend needs weight rows of a multiple of 32 values; a {} tensor has rows of {}", type_name(host.type),
+           host.cols);
+    if (!type_info(host.type).supported) fail("the CUDA backend cannot compute with {} weights", type_name(host.type));
+    const gpu::RowLayout L = gpu::row_layout(host.type, host.cols);
+    uint8_t* dst = nullptr;
+    const size_t bytes = static_cast<size_t>(host.rows) * L.stride;
+    if (cudaMalloc(&dst, bytes) != cudaSuccess)
+      fail("out of device memory uploading a {} x {} {} matrix ({} MiB)", host.rows, host.cols, type_name(host.type), bytes >> 20);
+    owned_.push_back(dst);
+    const size_t src_row = host.row_stride;
+    const int64_t rows_per_piece = std::max<int64_t>(1, static_cast<int64_t>((64u << 20) / src_row));
+    uint8_t* stage = staging_.get<uint8_t>(rows_per_piece * src_row);
+    uint8_t* native = native_.get<uint8_t>(rows_per_piece * src_row);
+    for (int64_t r0 = 0; r0 < host.rows; r0 += rows_per_piece) {
+      const int64_t n = std::min(rows_per_piece, host.rows - r0);
+      std::memcpy(stage, static_cast<const uint8_t*>(host.data) + r0 * src_row, n * src_row);
+      TS_CUDA(cudaMemcpyAsync(native, stage, n * src_row, cudaMemcpyHostToDevice, stream_));
+      gpu::repack(host.type, native, src_row, dst + r0 * L.stride, L.stride, n, host.cols, stream_);
+      TS_CUDA(cudaStreamSynchronize(stream_));  // the pinned piece is refilled next
+    }
+    return Mat{host.type, dst, host.rows, host.cols, L.stride};
+  }
+  const float* upload_f32(const std::vector<float>& v) override {
+    float* p = nullptr;
+    TS_CUDA(cudaMalloc(&p, std::max<size_t>(v.size(), 1) * sizeof(float)));
+    owned_.push_back(p);
+    TS_CUDA(cudaMemcpy(p, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+    return p;
+  }
+
+  // --- asynchronous work -------------------------------------------------------------------------
+  void copy_async(void* dst, const void* src, size_t bytes, Queue q) override {
+    TS_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(q)));
+  }
+  EventHandle create_event() override {
+    cudaEvent_t e;
+    TS_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    events_[next_event_] = e;
+    return next_event_++;
+  }
+  void destroy_event(EventHandle e) override {
+    auto it = events_.find(e);
+    if (it == events_.end()) return;
+    TS_CUDA(cudaEventDestroy(it->second));
+    events_.erase(it);
+  }
+  void record_event(EventHandle e, Queue q) override { TS_CUDA(cudaEventRecord(event(e), stream_of(q))); }
+  void wait_event(Queue q, EventHandle e) override { TS_CUDA(cudaStreamWaitEvent(stream_of(q), event(e), 0)); }
+  void host_wait(EventHandle e) override { TS_CUDA(cudaEventSynchronize(event(e))); }
+  void synchronize() override {
+    TS_CUDA(cudaStreamSynchronize(stream_));
+    TS_CUDA(cudaStreamSynchronize(copy_stream_));
+  }
+
+  // --- the step ----------------------------------------------------------------------------------
+  void begin_step(const Step& st) override {
+    // The pinned copy of the previous step's inputs may still be on its way to the device.
+    TS_CUDA(cudaEventSynchronize(step_uploaded_));
+    const int64_t n = st.n_rows, ns = st.n_seqs, no = st.n_out;
+    // One block: seqs first (8-byte aligned), then ids, positions, sequence of each row, out rows.
+    const size_t seq_bytes = static_cast<size_t>(ns) * sizeof(gpu::DevSeq);
+    const size_t bytes = seq_bytes + static_cast<size_t>(3 * n + no) * sizeof(int32_t);
+    if (bytes > step_dev_bytes_) {
+      // Recorded steps point into the old block: they go with it.
+      for (auto& [k, g] : graphs_) TS_CUDA(cudaGraphExecDestroy(g));
+      graphs_.clear();
+      TS_CUDA(cudaStreamSynchronize(stream_));
+      TS_CUDA(cudaFree(step_dev_buf_));
+      step_dev_bytes_ = std::max(bytes, size_t{4096});
+      TS_CUDA(cudaMalloc(&step_dev_buf_, step_dev_bytes_));
+    }
+    uint8_t* host = step_host_.get<uint8_t>(static_cast<int64_t>(step_dev_bytes_));
+    auto* seqs = reinterpret_cast<gpu::DevSeq*>(host);
+    auto* ints = reinterpret_cast<int32_t*>(host + seq_bytes);
+    int32_t max_rows = 0;
+    for (int64_t s = 0; s < ns; ++s) {
+      const SeqRows& q = st.seqs[s];
+      auto it = kv_.find(q.kv);
+      if (it == kv_.end()) fail("internal error: step names an unknown KV cache {}", q.kv);
+      seqs[s] = gpu::DevSeq{it->second.data, it->second.n_ctx, static_cast<int32_t>(q.row0), static_cast<int32_t>(q.n),
+                            static_cast<int32_t>(q.pos0), 0};
+      max_rows = std::max(max_rows, static_cast<int32_t>(q.n));
+      for (int64_t i = 0; i < q.n; ++i) {
+        ints[n + q.row0 + i] = static_cast<int32_t>(q.pos0 + i);
+        ints[2 * n + q.row0 + i] = static_cast<int32_t>(s);
+      }
+    }
+    std::copy(st.ids, st.ids + n, ints);
+    std::copy(st.out_rows, st.out_rows + no, ints + 3 * n);
+    TS_CUDA(cudaMemcpyAsync(step_dev_buf_, host, bytes, cudaMemcpyHostToDevice, stream_));
+    TS_CUDA(cudaEventRecord(step_uploaded_, stream_));
+    auto* dev = static_cast<uint8_t*>(step_dev_buf_);
+    auto* dints = reinterpret_cast<const int32_t*>(dev + seq_bytes);
+    step_ = gpu::StepDev{dints, dints + n, dints + 2 * n, reinterpret_cast<const gpu::DevSeq*>(dev), dints + 3 * n,
+                         static_cast<int32_t>(n), static_cast<int32_t>(ns), static_cast<int32_t>(no), max_rows};
+  }
+
+  // Decode-sized steps (they use no cuBLAS and no host round trip) are recorded the second time
+  // their key is seen: the first run has grown every scratch buffer the key needs, so nothing is
+  // allocated while recording.
+  bool replay(uint64_t key) override {
+    if (step_.n_rows > gpu::kMatvecMaxRows) return false;
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) return false;
+    TS_CUDA(cudaGraphLaunch(it->second, stream_));
+    return true;
+  }
+  void begin_recording(uint64_t key) override {
+    recording_ = step_.n_rows <= gpu::kMatvecMaxRows && !seen_.insert(key).second;
+    recording_key_ = key;
+    if (recording_) TS_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  }
+  void end_recording() override {
+    if (!recording_) return;
+    recording_ = false;
+    cudaGraph_t graph = nullptr;
+    TS_CUDA(cudaStreamEndCapture(stream_, &graph));
+    cudaGraphExec_t exec = nullptr;
+    TS_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    TS_CUDA(cudaGraphDestroy(graph));
+    graphs_[recording_key_] = exec;
+    TS_CUDA(cudaGraphLaunch(exec, stream_));
+  }
+
+  // --- operations --------------------------------------------------------------------------------
+  void embed(const Mat& table, Act out) override { gpu::embed(dmat(table), step_, out.data, out.n, stream_); }
+  void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) override {
+    gpu::rms_norm(x.data, w, eps, group, out.data, x.n, x.dim, stream_);
+  }
+  void matmul(const Mat& w, Act x, Act y) override {
+    const MatmulOut o{&w, y};
+    matmul_shared(x, std::span(&o, 1));
+  }
+  void matmul_shared(Act x, std::span<const MatmulOut> outs) override {
+    // Outputs of one weight type and width go together (a K-quant file mixes types across q/k/v).
+    std::vector<bool> done(outs.size());
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (done[i]) continue;
+      std::vector<gpu::MatOut> group;
+      for (size_t j = i; j < outs.size(); ++j)
+        if (!done[j] && outs[j].w->type == outs[i].w->type && outs[j].w->cols == outs[i].w->cols &&
+            static_cast<int>(group.size()) < gpu::kMaxOuts) {
+          done[j] = true;
+          const MatmulOut& o = outs[j];
+          group.push_back(gpu::MatOut{dmat(*o.w), o.y.data, o.y.dim, o.bias, o.accumulate});
+        }
+      products(x, group);
+    }
+  }
+  void add_bias(Act y, const float* b) override { gpu::add_bias(y.data, b, y.n, y.dim, stream_); }
+  void add(Act dst, Act src) override { gpu::add(dst.data, src.data, dst.n * dst.dim, stream_); }
+  void scale(Act x, float s) override { gpu::scale(x.data, s, x.n * x.dim, stream_); }
+  void rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p) override {
+    AttentionParams a;
+    a.n_head = n_head;
+    a.head_dim = head_dim;
+    gpu::rope_store(x.data, nullptr, nullptr, 0, a, &p, step_, stream_);
+  }
+  void attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) override {
+    gpu::rope_store(q.data, k.data, v.data, layer, p, p.rope, step_, stream_);
+    float* scratch = attn_scratch_.get<float>(gpu::attention_scratch_floats(p, step_));
+    gpu::attention(q.data, layer, p, step_, scratch, out.data, stream_);
+  }
+  void glu(Activation a, Act gate, Act up, Act out) override {
+    gpu::glu(a, gate.data, up.data, out.data, gate.n * gate.dim, gate.dim, stream_);
+  }
+  void gather_rows(Act src, const int32_t* rows, int64_t n, Act dst) override {
+    gpu::copy_rows(src.data, dst.data, upload_ints(rows, n), n, src.dim, false, stream_);
+  }
+  void scatter_rows(Act src, const int32_t* rows, int64_t n, Act dst) override {
+    gpu::copy_rows(src.data, dst.data, upload_ints(rows, n), n, src.dim, true, stream_);
+  }
+  void combine_ranked(Act slots, const float* weights, int64_t k, Act out) override {
+    float* w = weights_dev_.get<float>(out.n * k);
+    TS_CUDA(cudaMemcpyAsync(w, weights, out.n * k * sizeof(float), cudaMemcpyHostToDevice, stream_));
+    gpu::combine_ranked(slots.data, w, out.n, k, out.dim, out.data, stream_);
+  }
+  bool routed_experts(const RoutedExperts& op, Act x, Act out) override;
+  void steer(Act x, const SteerParams& p) override { gpu::steer(x.data, x.n, x.dim, p, stream_); }
+  void select_output_rows(Act x, int64_t first, Act out) override {
+    gpu::select_rows(x.data, x.dim, step_, first, out.data, out.n, stream_);
+  }
+  void to_host(Act a, float* dst) override {
+    TS_CUDA(cudaMemcpyAsync(dst, a.data, a.n * a.dim * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    TS_CUDA(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  struct KvSeq {
+    __half* data;
+    int64_t n_layer, n_ctx, width;
+    size_t bytes() const { return static_cast<size_t>(n_layer) * 2 * n_ctx * width * sizeof(__half); }
+  };
+  struct Table {
+    std::vector<ExpertWeights> host;  // what `dev` was built from
+    gpu::ExpertDev* dev = nullptr;
+  };
+
+  cudaStream_t stream_of(Queue q) const { return q == Queue::Compute ? stream_ : copy_stream_; }
+  cudaEvent_t event(EventHandle e) const {
+    auto it = events_.find(e);
+    if (it == events_.end()) fail("internal error: unknown event {}", e);
+    return it->second;
+  }
+  const int32_t* upload_ints(const int32_t* v, int64_t n) {
+    int32_t* d = index_dev_.get<int32_t>(n);
+    TS_CUDA(cudaMemcpyAsync(d, v, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    return d;
+  }
+
+  // y = x W^T for outputs sharing the input: exact matvecs for few rows (and F32 weights), else
+  // the input converted to halves once and each weight decoded to halves for cuBLAS.
+  void products(Act x, const std::vector<gpu::MatOut>& outs) {
+    const GgmlType t = outs[0].w.type;
+    if (x.n <= gpu::kMatvecMaxRows || !gpu::gemm_supports(t)) {
+      for (int64_t r0 = 0; r0 < x.n; r0 += gpu::kMatvecMaxRows) {
+        const int64_t n = std::min(gpu::kMatvecMaxRows, x.n - r0);
+        std::vector<gpu::MatOut> part = outs;
+        for (gpu::MatOut& o : part) o.y += r0 * o.ldy;
+        gpu::matvec(x.row(r0), x.dim, n, part.data(), static_cast<int>(part.size()), stream_);
+      }
+      return;
+    }
+    // Plain 16-bit weights keep the input's rounding remainder as a second pass (hi + lo), so their
+    // products are as exact as the weights; quantized weights carry a coarser rounding already.
+    const bool split = t == GgmlType::F16 || t == GgmlType::BF16;
+    const int64_t K = x.dim;
+    __half* hi = half_a_.get<__half>(x.n * K);
+    __half* lo = split ? half_a_lo_.get<__half>(x.n * K) : nullptr;
+    gpu::to_half(x.data, x.dim, nullptr, x.n, K, hi, lo, stream_);
+    for (const gpu::MatOut& o : outs) {
+      __half* w = half_w_.get<__half>(o.w.rows * K);
+      gpu::dequant_half(o.w, w, stream_);
+      gpu::gemm_half(blas_, w, o.w.rows, hi, K, x.n, K, o.y, o.ldy, o.accumulate ? 1.0f : 0.0f);
+      if (split) gpu::gemm_half(blas_, w, o.w.rows, lo, K, x.n, K, o.y, o.ldy, 1.0f);
+      if (o.bias) gpu::add_bias(o.y, o.bias, x.n, o.ldy, stream_);
+    }
+  }
+
+  const gpu::ExpertDev* expert_table(const RoutedExperts& op);
+
+  cudaStream_t stream_ = nullptr, copy_stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::vector<void*> owned_;  // weights and uploaded vectors
+  std::map<void*, void*> device_raw_;  // aligned device buffers -> their allocation
+  std::map<KvHandle, KvSeq> kv_;
+  KvHandle next_kv_ = 0;
+  std::map<EventHandle, cudaEvent_t> events_;
+  EventHandle next_event_ = 0;
+  // The step: a device block of its inputs and its pinned staging.
+  void* step_dev_buf_ = nullptr;
+  size_t step_dev_bytes_ = 0;
+  PinnedScratch step_host_;
+  cudaEvent_t step_uploaded_ = nullptr;
+  gpu::StepDev step_;
+  // Recorded steps by key.
+  std::map<uint64_t, cudaGraphExec_t> graphs_;
+  std::set<uint64_t> seen_;
+  bool recording_ = false;
+  uint64_t recording_key_ = 0;
+  // Scratch.
+  PinnedScratch staging_;
+  Scratch native_, attn_scratch_, half_a_, half_a_lo_, half_w_, index_dev_, weights_dev_;
+  Scratch moe_logits_, moe_experts_, moe_weights_, moe_route_, moe_act_, moe_slots_;
+  Scratch moe_sorted_, moe_ha_, moe_h_, moe_hact_, moe_down_, moe_gu_w_, moe_down_w_;
+  PinnedScratch moe_host_experts_, moe_host_sorted_;
+  std::map<int64_t, Table> tables_;
+};
+
+const gpu::ExpertDev* CudaBackend::expert_table(const RoutedExperts& op) {
+  Table& t = tables_[op.layer];
+  const bool same = t.host.size() == op.experts.size() &&
+                    std::equal(t.host.begin(), t.host.end(), op.experts.begin(), [](const ExpertWeights& a, const ExpertWeights& b) {
+                      return a.gate.data == b.gate.data && a.up.data == b.up.data && a.down.data == b.down.data &&
+                             a.gate_bias == b.gate_bias && a.up_bias == b.up_bias && a.down_bias == b.down_bias;
+                    });
+  if (same) return t.dev;
+  std::vector<gpu::ExpertDev> dev;
+  for (const ExpertWeights& e : op.experts)
+    dev.push_back(gpu::ExpertDev{static_cast<const uint8_t*>(e.gate.data), static_cast<const uint8_t*>(e.up.data),
+                                 static_cast<const uint8_t*>(e.down.data), e.gate_bias, e.up_bias, e.down_bias});
+  if (!t.dev) TS_CUDA(cudaMalloc(&t.dev, dev.size() * sizeof(gpu::ExpertDev)));
+  TS_CUDA(cudaMemcpy(t.dev, dev.data(), dev.size() * sizeof(gpu::ExpertDev), cudaMemcpyHostToDevice));
+  t.host.assign(op.experts.begin(), op.experts.end());
+  return t.dev;
+}
+
+bool CudaBackend::routed_experts(const RoutedExperts& op, Act x, Act out) {
+  const ExpertWeights& e0 = op.experts[0];
+  for (const ExpertWeights& e : op.experts)
+    if (e.gate.type != e0.gate.type || e.up.type != e0.gate.type || e.down.type != e0.down.type ||
+        e.gate.row_stride != e0.gate.row_stride || e.up.row_stride != e0.gate.row_stride || e.down.row_stride != e0.down.row_stride)
+      return false;  // mixed expert formats: the layer loop handles them
+  gpu::MoeDev m;
+  m.table = expert_table(op);
+  m.gate_type = e0.gate.type;
+  m.down_type = e0.down.type;
+  m.gate_stride = static_cast<int64_t>(e0.gate.row_stride);
+  m.down_stride = static_cast<int64_t>(e0.down.row_stride);
+  m.n_embd = x.dim;
+  m.n_ff = e0.gate.rows;
+  m.n_expert = static_cast<int64_t>(op.experts.size());
+  m.k = op.k;
+  m.act = op.activation;
+  const int64_t n = x.n, k = op.k, P = n * k;
+
+  // Route on the device.
+  float* logits = moe_logits_.get<float>(n * m.n_expert);
+  int32_t* experts = moe_experts_.get<int32_t>(P);
+  float* weights = moe_weights_.get<float>(P);
+  const MatmulOut r{op.router, Act{logits, n, m.n_expert}};
+  matmul_shared(x, std::span(&r, 1));
+  gpu::route(logits, op.router_bias, n, m.n_expert, k, op.contract, experts, weights, moe_route_.get<float>(n * m.n_expert), stream_);
+
+  if (n <= gpu::kMatvecMaxRows || !gpu::gemm_supports(m.gate_type) || !gpu::gemm_supports(m.down_type)) {
+    float* act = moe_act_.get<float>(P * m.n_ff);
+    float* slots = moe_slots_.get<float>(P * m.n_embd);
+    gpu::moe_gate_up_mv(x.data, n, experts, m, act, stream_);
+    gpu::moe_down_mv(act, n, experts, m, slots, stream_);
+    gpu::combine_ranked(slots, weights, n, k, m.n_embd, out.data, stream_);
+    return true;
+  }
+
+  // Many tokens: sort the (token, rank) pairs by expert on the host (one round trip per layer, a
+  // prefill-only cost) so each used expert is one GEMM over its rows.
+  int32_t* hx = moe_host_experts_.get<int32_t>(P);
+  TS_CUDA(cudaMemcpyAsync(hx, experts, P * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  TS_CUDA(cudaStreamSynchronize(stream_));
+  std::vector<int64_t> count(m.n_expert, 0), first(m.n_expert, 0);
+  for (int64_t i = 0; i < P; ++i) ++count[hx[i]];
+  // Staged arrays: token of each sorted pair, expert of each sorted pair, sorted index of each
+  // slot, used experts.
+  int32_t* hs = moe_host_sorted_.get<int32_t>(3 * P + m.n_expert);
+  int32_t *tok = hs, *pair_expert = hs + P, *sorted_of_slot = hs + 2 * P, *used = hs + 3 * P;
+  std::vector<int64_t> offset(m.n_expert, 0);
+  int64_t n_used = 0;
+  for (int64_t e = 0, o = 0; e < m.n_expert; ++e) {
+    first[e] = o;
+    offset[e] = o;
+    o += count[e];
+    if (count[e] > 0) used[n_used++] = static_cast<int32_t>(e);
+  }
+  for (int64_t i = 0; i < P; ++i) {  // (token, rank) order: each expert's rows ascend by token
+    const int64_t pos = offset[hx[i]]++;
+    tok[pos] = static_cast<int32_t>(i / k);
+    pair_expert[pos] = hx[i];
+    sorted_of_slot[i] = static_cast<int32_t>(pos);
+  }
+  int32_t* ds = moe_sorted_.get<int32_t>(3 * P + m.n_expert);
+  TS_CUDA(cudaMemcpyAsync(ds, hs, (3 * P + n_used) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+
+  __half* ha = moe_ha_.get<__half>(P * m.n_embd);
+  gpu::to_half(x.data, x.dim, ds, P, m.n_embd, ha, nullptr, stream_);
+  __half* gu_w = moe_gu_w_.get<__half>(n_used * 2 * m.n_ff * m.n_embd);
+  __half* down_w = moe_down_w_.get<__half>(n_used * m.n_embd * m.n_ff);
+  gpu::dequant_experts(m, ds + 3 * P, n_used, gu_w, down_w, stream_);
+  float* h = moe_h_.get<float>(P * 2 * m.n_ff);
+  for (int64_t u = 0; u < n_used; ++u) {
+    const int64_t e = used[u];
+    gpu::gemm_half(blas_, gu_w + u * 2 * m.n_ff * m.n_embd, 2 * m.n_ff, ha + first[e] * m.n_embd, m.n_embd, count[e], m.n_embd,
+                   h + first[e] * 2 * m.n_ff, 2 * m.n_ff, 0.0f);
+  }
+  __half* act = moe_hact_.get<__half>(P * m.n_ff);
+  gpu::sorted_glu(h, ds + P, P, m, act, stream_);
+  float* down = moe_down_.get<float>(P * m.n_embd);
+  for (int64_t u = 0; u < n_used; ++u) {
+    const int64_t e = used[u];
+    gpu::gemm_half(blas_, down_w + u * m.n_embd * m.n_ff, m.n_embd, act + first[e] * m.n_ff, m.n_ff, count[e], m.n_ff,
+                   down + first[e] * m.n_embd, m.n_embd, 0.0f);
+  }
+  gpu::sorted_combine(down, ds + 2 * P, experts, weights, n, m, out.data, stream_);
+  return true;
+}
+
+}  // namespace
+
+bool cuda_device_usable(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    if (why) *why = e != cudaSuccess ? fmt::format("no CUDA device ({})", cudaGetErrorString(e)) : "no CUDA device";
+    return false;
+  }
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+    if (why) *why = "the CUDA device's properties cannot be read";
+    return false;
+  }
+  if (p.major < 9) {
+    if (why) *why = fmt::format("the CUDA backend is built for compute capability 9.0 (Hopper) or newer; '{}' is {}.{}", p.name, p.major, p.minor);
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+
+}  // namespace ts

@@ -1,0 +1,16 @@
+// The CUDA backend (Hopper, sm_90): weights in device memory in a row-local layout built for
+// 16-byte loads (weight_layout.h), activations in f32, the KV cache in halves, one compute stream
+// and one transfer stream. Decode steps (few rows) are recorded as CUDA graphs and replayed.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace ts {
+
+// Whether a CUDA device this build can run on is present; `why` says why not.
+bool cuda_device_usable(std::string* why);
+std::unique_ptr<Backend> make_cuda_backend();
+
+}  // namespace ts

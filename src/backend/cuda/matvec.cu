@@ -1,0 +1,251 @@
+// Products of weight rows with a few activation rows (decode, small batches, routed experts one
+// (token, rank) at a time), with exact f32 activations. A block stages the activations in shared
+// memory (quant_dot.cuh) and each warp takes two weight rows at a time: its lanes walk the rows'
+// 16-byte units, so a warp reads 512 contiguous bytes of each row per step. Each output is one
+// warp's fixed-order sum: the bytes do not depend on the grid.
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/quant_dot.cuh"
+
+namespace ts::gpu {
+namespace {
+
+constexpr int kWarps = 4;
+
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    TS_CUDA(cudaGetDevice(&dev));
+    TS_CUDA(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    return v;
+  }();
+  return n;
+}
+
+// Columns staged per chunk: 16 KiB of activations per token row at NT = 1.
+template <int NT>
+constexpr int chunk_cols() {
+  return NT == 1 ? 4096 : 2048;
+}
+
+// What a kernel computes, per "pair" of weight rows (a warp's unit of work).
+struct DenseJob {  // matvec: rows of up to kMaxOuts matrices, each output row y = x w (+ b) (+ y)
+  MatOut outs[kMaxOuts];
+  int n_outs;
+  int64_t pair_begin[kMaxOuts + 1];
+  int n;  // tokens
+  __device__ const float* x_rows(const float* x, int64_t) const { return x; }
+  __device__ int find(int64_t p) const {
+    int j = 0;
+    while (j + 1 < n_outs && p >= pair_begin[j + 1]) ++j;
+    return j;
+  }
+  __device__ void rows(int64_t p, const uint8_t* (&r)[2]) const {
+    const MatOut& o = outs[find(p)];
+    const int64_t row = 2 * (p - pair_begin[find(p)]);
+    r[0] = o.w.data + row * o.w.stride;
+    r[1] = row + 1 < o.w.rows ? r[0] + o.w.stride : nullptr;
+  }
+  template <int NT>
+  __device__ void store(int64_t p, const float (&acc)[2][NT]) const {
+    const int j = find(p);
+    const MatOut& o = outs[j];
+    const int64_t row = 2 * (p - pair_begin[j]);
+    for (int i = 0; i < 2 && row + i < o.w.rows; ++i)
+      for (int t = 0; t < NT && t < n; ++t) {
+        float v = acc[i][t];
+        if (o.bias) v += o.bias[row + i];
+        float* y = o.y + t * o.ldy + row + i;
+        *y = o.accumulate ? *y + v : v;
+      }
+  }
+};
+
+struct GateUpJob {  // routed experts: pair j = (gate row j, up row j) of the pair's expert
+  MoeDev m;
+  const int32_t* experts;
+  float* act;  // [n*k][n_ff]
+  __device__ const float* x_rows(const float* x, int64_t ldx) const { return x + blockIdx.y / m.k * ldx; }
+  __device__ void rows(int64_t j, const uint8_t* (&r)[2]) const {
+    const ExpertDev& e = m.table[experts[blockIdx.y]];
+    r[0] = e.gate + j * m.gate_stride;
+    r[1] = e.up + j * m.gate_stride;
+  }
+  template <int NT>
+  __device__ void store(int64_t j, const float (&acc)[2][NT]) const {
+    const ExpertDev& e = m.table[experts[blockIdx.y]];
+    const float g = acc[0][0] + (e.gate_bias ? e.gate_bias[j] : 0.0f);
+    const float u = acc[1][0] + (e.up_bias ? e.up_bias[j] : 0.0f);
+    act[blockIdx.y * m.n_ff + j] = glu_value(m.act, g, u);
+  }
+};
+
+struct DownJob {  // routed experts: rows 2p, 2p+1 of the pair's expert's down matrix
+  MoeDev m;
+  const int32_t* experts;
+  float* slots;  // [n*k][n_embd]
+  __device__ const float* x_rows(const float* x, int64_t ldx) const { return x + blockIdx.y * ldx; }
+  __device__ void rows(int64_t p, const uint8_t* (&r)[2]) const {
+    const ExpertDev& e = m.table[experts[blockIdx.y]];
+    r[0] = e.down + 2 * p * m.down_stride;
+    r[1] = 2 * p + 1 < m.n_embd ? r[0] + m.down_stride : nullptr;
+  }
+  template <int NT>
+  __device__ void store(int64_t p, const float (&acc)[2][NT]) const {
+    const ExpertDev& e = m.table[experts[blockIdx.y]];
+    for (int i = 0; i < 2 && 2 * p + i < m.n_embd; ++i)
+      slots[blockIdx.y * m.n_embd + 2 * p + i] = acc[i][0] + (e.down_bias ? e.down_bias[2 * p + i] : 0.0f);
+  }
+};
+
+// Stages columns [c0, c0 + len) of the NT activation rows (zeros past n_valid) and their sums per
+// 16 values. Starts and ends with a barrier.
+template <GgmlType T, int NT>
+__device__ void stage_x(const float* x, int64_t ldx, int n_valid, int64_t c0, int len, float4* xs, float* x16) {
+  constexpr int CH = chunk_cols<NT>();
+  __syncthreads();
+  for (int i = threadIdx.x; i < NT * (len / 4); i += blockDim.x) {
+    const int t = i / (len / 4), c = i % (len / 4);
+    xs[t * (CH / 4) + swz(c)] = t < n_valid ? *reinterpret_cast<const float4*>(x + t * ldx + c0 + 4 * c) : make_float4(0, 0, 0, 0);
+  }
+  __syncthreads();
+  if constexpr (T != GgmlType::F32 && T != GgmlType::F16 && T != GgmlType::BF16) {
+    for (int i = threadIdx.x; i < NT * (len / 16); i += blockDim.x) {
+      const int t = i / (len / 16), c = i % (len / 16);
+      const float4* v = xs + t * (CH / 4);
+      float s = 0;
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+        const float4 f = v[swz(4 * c + a)];
+        s += f.x;
+        s += f.y;
+        s += f.z;
+        s += f.w;
+      }
+      x16[t * (CH / 16) + c] = s;
+    }
+    __syncthreads();
+  }
+}
+
+// The kernel shared by every job: rounds of one pair per warp (block-uniform trip counts, so the
+// barriers of multi-chunk rows line up), chunks of staged activations, two rows per warp.
+template <GgmlType T, int NT, class Job>
+__global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job job, const float* x, int64_t ldx, int n_valid, int64_t cols,
+                                                          int64_t pairs) {
+  using F = Fmt<T>;
+  constexpr int CH = chunk_cols<NT>(), V = F::kValues;
+  __shared__ float4 xs[NT * CH / 4];
+  __shared__ float x16[NT * CH / 16];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const RowLayout L = row_layout(T, cols);
+  x = job.x_rows(x, ldx);  // the routed-expert jobs: the row of the block's (token, rank) pair
+  XView xv[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) xv[t] = XView{xs + t * (CH / 4), x16 + t * (CH / 16)};
+  const bool one_chunk = cols <= CH;
+  if (one_chunk) stage_x<T, NT>(x, ldx, n_valid, 0, static_cast<int>(cols), xs, x16);
+  const int64_t per_round = static_cast<int64_t>(gridDim.x) * kWarps;
+  const int64_t rounds = (pairs + per_round - 1) / per_round;
+  for (int64_t round = 0; round < rounds; ++round) {
+    const int64_t p = (round * gridDim.x + blockIdx.x) * kWarps + warp;
+    const bool valid = p < pairs;
+    const uint8_t* r[2] = {nullptr, nullptr};
+    if (valid) job.rows(p, r);
+    float acc[2][NT] = {};
+    for (int64_t c0 = 0; c0 < cols; c0 += CH) {
+      const int len = static_cast<int>(cols - c0 < CH ? cols - c0 : CH);
+      if (!one_chunk) stage_x<T, NT>(x, ldx, n_valid, c0, len, xs, x16);
+      if (!valid) continue;
+      const int units = len / V;
+      const int64_t u0 = c0 / V;
+      // Two units per lane per step: four 16-byte loads in flight before the arithmetic.
+      for (int ul = lane; ul < units; ul += 64) {
+        const bool second = ul + 32 < units;
+        auto a0 = F::load(r[0], L, u0 + ul);
+        decltype(a0) b0{}, a1{}, b1{};
+        if (r[1]) b0 = F::load(r[1], L, u0 + ul);
+        if (second) {
+          a1 = F::load(r[0], L, u0 + ul + 32);
+          if (r[1]) b1 = F::load(r[1], L, u0 + ul + 32);
+        }
+        F::template dot<NT>(a0, xv, ul, acc[0]);
+        if (r[1]) F::template dot<NT>(b0, xv, ul, acc[1]);
+        if (second) {
+          F::template dot<NT>(a1, xv, ul + 32, acc[0]);
+          if (r[1]) F::template dot<NT>(b1, xv, ul + 32, acc[1]);
+        }
+      }
+    }
+    if (!valid) continue;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[i][t] = warp_sum(acc[i][t]);
+    if (lane == 0) job.template store<NT>(p, acc);
+  }
+}
+
+template <int NT, class Job>
+void launch_typed(GgmlType t, const Job& job, const float* x, int64_t ldx, int n_valid, int64_t cols, int64_t pairs,
+                  dim3 grid, cudaStream_t s) {
+#define TS_MV_CASE(T) \
+  case T: mv_kernel<T, NT, Job><<<grid, kWarps * 32, 0, s>>>(job, x, ldx, n_valid, cols, pairs); break;
+  switch (t) {
+    TS_MV_CASE(GgmlType::F32)
+    TS_MV_CASE(GgmlType::F16)
+    TS_MV_CASE(GgmlType::BF16)
+    TS_MV_CASE(GgmlType::Q8_0)
+    TS_MV_CASE(GgmlType::Q4_0)
+    TS_MV_CASE(GgmlType::Q4_1)
+    TS_MV_CASE(GgmlType::Q5_0)
+    TS_MV_CASE(GgmlType::Q5_1)
+    TS_MV_CASE(GgmlType::MXFP4)
+    TS_MV_CASE(GgmlType::Q4_K)
+    TS_MV_CASE(GgmlType::Q5_K)
+    TS_MV_CASE(GgmlType::Q6_K)
+    default: fail_text("the CUDA backend has no matvec kernel for " + std::string(type_name(t)));
+  }
+#undef TS_MV_CASE
+  check_launch("matvec");
+}
+
+// Blocks for `pairs` rows pairs: single-chunk rows loop inside a block, so a few waves suffice.
+int64_t blocks_for(int64_t pairs, int64_t cols, int nt, int64_t share) {
+  const int64_t need = ceil_div(pairs, kWarps);
+  const int64_t ch = nt == 1 ? chunk_cols<1>() : chunk_cols<4>();
+  if (cols > ch) return need;
+  return std::max<int64_t>(1, std::min<int64_t>(need, 8 * sm_count() / share));
+}
+
+}  // namespace
+
+void matvec(const float* x, int64_t ldx, int64_t n, const MatOut* outs, int n_outs, cudaStream_t s) {
+  DenseJob job{};
+  job.n_outs = n_outs;
+  job.n = static_cast<int>(n);
+  for (int j = 0; j < n_outs; ++j) {
+    job.outs[j] = outs[j];
+    job.pair_begin[j + 1] = job.pair_begin[j] + ceil_div(outs[j].w.rows, 2);
+  }
+  const int64_t pairs = job.pair_begin[n_outs], cols = outs[0].w.cols;
+  const dim3 grid(static_cast<unsigned>(blocks_for(pairs, cols, n == 1 ? 1 : 4, 1)));
+  if (n == 1) launch_typed<1>(outs[0].w.type, job, x, ldx, 1, cols, pairs, grid, s);
+  else launch_typed<4>(outs[0].w.type, job, x, ldx, static_cast<int>(n), cols, pairs, grid, s);
+}
+
+void moe_gate_up_mv(const float* x, int64_t n, const int32_t* experts, const MoeDev& m, float* act, cudaStream_t s) {
+  const GateUpJob job{m, experts, act};
+  const int64_t pairs = m.n_ff;
+  const dim3 grid(static_cast<unsigned>(blocks_for(pairs, m.n_embd, 1, n * m.k)), static_cast<unsigned>(n * m.k));
+  launch_typed<1>(m.gate_type, job, x, m.n_embd, 1, m.n_embd, pairs, grid, s);
+}
+
+void moe_down_mv(const float* act, int64_t n, const int32_t* experts, const MoeDev& m, float* slots, cudaStream_t s) {
+  const DownJob job{m, experts, slots};
+  const int64_t pairs = ceil_div(m.n_embd, 2);
+  const dim3 grid(static_cast<unsigned>(blocks_for(pairs, m.n_ff, 1, n * m.k)), static_cast<unsigned>(n * m.k));
+  launch_typed<1>(m.down_type, job, act, m.n_ff, 1, m.n_ff, pairs, grid, s);
+}
+
+}  // namespace ts::gpu

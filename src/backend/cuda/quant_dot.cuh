@@ -1,0 +1,239 @@
+// Dot products of repacked weight rows (weight_layout.h) with f32 activations, for the matvec
+// kernels. A lane takes one 16-byte "unit" of a row's lo plane at a time (32 values of the 4-bit
+// formats, 16 of Q8_0, 8 of F16/BF16, 4 of F32) plus its few hi/aux bytes.
+//
+// Integer values become floats without a conversion instruction (those run at 1/8 of the FMA
+// rate): a byte n < 128 is placed into the mantissa of 0.5 with one byte permute, giving exactly
+// 0.5 + n/256. A group's S = sum (0.5 + n_i/256) x_i then yields sum n_i x_i = 256 S - 128 X, where
+// X = sum x_i is precomputed once per 16 activations. The small cancellation costs ~1e-5 relative
+// (activations stay f32; llama.cpp rounds them to 8 bits).
+#pragma once
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "backend/cuda/weight_layout.h"
+
+namespace ts::gpu {
+
+// Activations staged in shared memory: float4 slot c of a chunk lives at swz(c), which spreads the
+// 128-byte strided reads of a warp over all banks.
+__device__ __forceinline__ int swz(int c) { return c ^ ((c >> 3) & 7); }
+
+// 0.5 + b/256 from byte j (0..3) of w (every byte < 128).
+template <int J>
+__device__ __forceinline__ float byte_float(uint32_t w) {
+  return __uint_as_float(__byte_perm(w, 0x3F000000u, 0x7044 | (J << 8)));
+}
+
+// sum over the 4 bytes of w of (0.5 + b/256) * x.{x,y,z,w}, accumulated into s.
+__device__ __forceinline__ float dot4(uint32_t w, float4 x, float s) {
+  s = fmaf(byte_float<0>(w), x.x, s);
+  s = fmaf(byte_float<1>(w), x.y, s);
+  s = fmaf(byte_float<2>(w), x.z, s);
+  return fmaf(byte_float<3>(w), x.w, s);
+}
+
+// The 16 activations of half h (0: values 0..15, 1: 16..31) of 32-value group `gl` of a staged
+// chunk, and their precomputed sum.
+struct XView {
+  const float4* x;   // the chunk, swizzled
+  const float* x16;  // sums of 16 consecutive values
+};
+
+// MXFP4's values doubled plus 12 (0..24), as bytes: codes 0..7 in T01, 8..15 in T23.
+__device__ __forceinline__ void mxfp4_bytes(uint32_t w, uint32_t& t0, uint32_t& t1) {
+  constexpr uint32_t T0 = 0x0F0E0D0Cu, T1 = 0x18141210u, T2 = 0x090A0B0Cu, T3 = 0x00040608u;
+  const uint32_t sel = w & 0x77777777u, pick = 0x32103210u | ((w & 0x88888888u) >> 1);
+  // t0 = values of nibbles 0..3 (bytes: v(n0), v(n1), v(n2), v(n3)); t1 = nibbles 4..7.
+  t0 = __byte_perm(__byte_perm(T0, T1, sel), __byte_perm(T2, T3, sel), pick);
+  t1 = __byte_perm(__byte_perm(T0, T1, sel >> 16), __byte_perm(T2, T3, sel >> 16), pick >> 16);
+}
+
+// Per format: `Unit` holds what one lane loads for one unit, `load` fetches it (16-byte load for
+// the bulk) and `dot` adds its products with NT tokens' activations to acc[t].
+template <GgmlType T>
+struct Fmt;
+
+// The 4-bit families share the nibble walk: word a of the unit holds values 4a..4a+3 (low
+// nibbles) and 16+4a..16+4a+3 (high nibbles); `hi5`/`hi6` add the extra bits (weight_layout.h:
+// value i's Q5 bit at 8(i%4) + i/4 of the hi word; Q6 bits at 8(j%4) + 2(j/4) of word i/16).
+enum class Extra { None, Bit5, Bits6 };
+template <Extra E, bool Lut>
+__device__ __forceinline__ void nibble_sums(uint4 q, uint32_t h0, uint32_t h1, const float4* x, int c0, float& s_lo,
+                                            float& s_hi) {
+  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    uint32_t lo, hi;
+    if constexpr (Lut) {
+      uint32_t t0, t1;
+      mxfp4_bytes(w[a], t0, t1);
+      lo = __byte_perm(t0, t1, 0x6420);
+      hi = __byte_perm(t0, t1, 0x7531);
+    } else {
+      lo = w[a] & 0x0F0F0F0Fu;
+      hi = (w[a] >> 4) & 0x0F0F0F0Fu;
+    }
+    if constexpr (E == Extra::Bit5) {
+      lo |= (h0 << (4 - a)) & 0x10101010u;
+      hi |= (h0 >> a) & 0x10101010u;
+    } else if constexpr (E == Extra::Bits6) {
+      lo |= (a < 3 ? (h0 << (4 - 2 * a)) : (h0 >> 2)) & 0x30303030u;
+      hi |= (a < 3 ? (h1 << (4 - 2 * a)) : (h1 >> 2)) & 0x30303030u;
+    }
+    s_lo = dot4(lo, x[swz(c0 + a)], s_lo);
+    s_hi = dot4(hi, x[swz(c0 + 4 + a)], s_hi);
+  }
+}
+
+struct Unit4 {
+  uint4 q;
+  uint32_t h0 = 0, h1 = 0;
+  float d = 0, m = 0;  // scale and additive term per format (m: the sum of x's coefficient)
+  float d2 = 0;        // Q6_K: the second half's scale
+};
+
+// A 4-bit family: sum over the unit = d * (256 S - C X) + m X (Q6_K: per half, with d and d2).
+template <GgmlType T, Extra E, bool Lut, int C>
+struct Fmt4 {
+  static constexpr int kValues = 32;
+  __device__ static Unit4 load(const uint8_t* row, const RowLayout& L, int64_t g) {
+    Unit4 u;
+    u.q = __ldg(reinterpret_cast<const uint4*>(row) + g);
+    const uint8_t* hi = row + L.lo;
+    const uint8_t* aux = hi + L.hi;
+    if constexpr (E == Extra::Bit5) u.h0 = __ldg(reinterpret_cast<const uint32_t*>(hi) + g);
+    if constexpr (E == Extra::Bits6) {
+      const uint2 h = __ldg(reinterpret_cast<const uint2*>(hi) + g);
+      u.h0 = h.x;
+      u.h1 = h.y;
+    }
+    if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q5_0) {
+      u.d = __half2float(__ldg(reinterpret_cast<const __half*>(aux) + g));
+    } else if constexpr (T == GgmlType::Q4_1 || T == GgmlType::Q5_1) {
+      const __half2 dm = __ldg(reinterpret_cast<const __half2*>(aux) + g);
+      u.d = __low2float(dm);
+      u.m = __high2float(dm);
+    } else if constexpr (T == GgmlType::MXFP4) {
+      u.d = e8m0_half(__ldg(aux + g));
+    } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
+      const uint8_t* a = aux + (g / 8) * 16;
+      int sc, mn;
+      k_scale_min(a + 4, static_cast<int>(g % 8), sc, mn);
+      const __half2 dm = __ldg(reinterpret_cast<const __half2*>(a));
+      u.d = __low2float(dm) * static_cast<float>(sc);
+      u.m = -(__high2float(dm) * static_cast<float>(mn));
+    } else if constexpr (T == GgmlType::Q6_K) {
+      const uint8_t* a = aux + (g / 8) * 20;
+      const float d = __half2float(__ldg(reinterpret_cast<const __half*>(a)));
+      const int j = 4 + 2 * static_cast<int>(g % 8);
+      u.d = d * static_cast<float>(static_cast<int8_t>(__ldg(a + j)));
+      u.d2 = d * static_cast<float>(static_cast<int8_t>(__ldg(a + j + 1)));
+    }
+    return u;
+  }
+  template <int NT>
+  __device__ static void dot(const Unit4& u, const XView (&xv)[NT], int gl, float (&acc)[NT]) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      float s_lo = 0, s_hi = 0;
+      nibble_sums<E, Lut>(u.q, u.h0, u.h1, xv[t].x, 8 * gl, s_lo, s_hi);
+      const float x_lo = xv[t].x16[2 * gl], x_hi = xv[t].x16[2 * gl + 1];
+      if constexpr (T == GgmlType::Q6_K) {
+        acc[t] += u.d * (256.0f * s_lo - C * x_lo) + u.d2 * (256.0f * s_hi - C * x_hi);
+      } else {
+        const float X = x_lo + x_hi;
+        acc[t] += u.d * (256.0f * (s_lo + s_hi) - C * X) + u.m * X;
+      }
+    }
+  }
+};
+
+template <> struct Fmt<GgmlType::Q4_0> : Fmt4<GgmlType::Q4_0, Extra::None, false, 136> {};
+template <> struct Fmt<GgmlType::Q4_1> : Fmt4<GgmlType::Q4_1, Extra::None, false, 128> {};
+template <> struct Fmt<GgmlType::Q5_0> : Fmt4<GgmlType::Q5_0, Extra::Bit5, false, 144> {};
+template <> struct Fmt<GgmlType::Q5_1> : Fmt4<GgmlType::Q5_1, Extra::Bit5, false, 128> {};
+template <> struct Fmt<GgmlType::MXFP4> : Fmt4<GgmlType::MXFP4, Extra::None, true, 140> {};
+template <> struct Fmt<GgmlType::Q4_K> : Fmt4<GgmlType::Q4_K, Extra::None, false, 128> {};
+template <> struct Fmt<GgmlType::Q5_K> : Fmt4<GgmlType::Q5_K, Extra::Bit5, false, 128> {};
+template <> struct Fmt<GgmlType::Q6_K> : Fmt4<GgmlType::Q6_K, Extra::Bits6, false, 160> {};
+
+// Q8_0: a unit is half a block, 16 signed bytes. u = q + 128 = 16 h + l, so
+// sum q x = 4096 S_h + 256 S_l - (128 + 16*128 + 128) X.
+template <>
+struct Fmt<GgmlType::Q8_0> {
+  static constexpr int kValues = 16;
+  struct Unit {
+    uint4 q;
+    float d;
+  };
+  __device__ static Unit load(const uint8_t* row, const RowLayout& L, int64_t u) {
+    return Unit{__ldg(reinterpret_cast<const uint4*>(row) + u),
+                __half2float(__ldg(reinterpret_cast<const __half*>(row + L.lo + L.hi) + u / 2))};
+  }
+  template <int NT>
+  __device__ static void dot(const Unit& u, const XView (&xv)[NT], int ul, float (&acc)[NT]) {
+    const uint32_t w[4] = {u.q.x ^ 0x80808080u, u.q.y ^ 0x80808080u, u.q.z ^ 0x80808080u, u.q.w ^ 0x80808080u};
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      float s_l = 0, s_h = 0;
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+        const float4 x = xv[t].x[swz(4 * ul + a)];
+        s_l = dot4(w[a] & 0x0F0F0F0Fu, x, s_l);
+        s_h = dot4((w[a] >> 4) & 0x0F0F0F0Fu, x, s_h);
+      }
+      const float X = xv[t].x16[ul];
+      acc[t] += u.d * (4096.0f * s_h + 256.0f * s_l - 2304.0f * X);
+    }
+  }
+};
+
+// Plain floats: a unit is 16 bytes of F32 (4 values), F16 or BF16 (8 values).
+template <>
+struct Fmt<GgmlType::F32> {
+  static constexpr int kValues = 4;
+  using Unit = float4;
+  __device__ static Unit load(const uint8_t* row, const RowLayout&, int64_t u) { return __ldg(reinterpret_cast<const float4*>(row) + u); }
+  template <int NT>
+  __device__ static void dot(const Unit& w, const XView (&xv)[NT], int ul, float (&acc)[NT]) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float4 x = xv[t].x[swz(ul)];
+      acc[t] = fmaf(w.x, x.x, fmaf(w.y, x.y, fmaf(w.z, x.z, fmaf(w.w, x.w, acc[t]))));
+    }
+  }
+};
+
+template <GgmlType T>
+struct FmtHalf {
+  static constexpr int kValues = 8;
+  using Unit = uint4;
+  __device__ static Unit load(const uint8_t* row, const RowLayout&, int64_t u) { return __ldg(reinterpret_cast<const uint4*>(row) + u); }
+  __device__ static float2 pair(uint32_t v) {
+    if constexpr (T == GgmlType::F16) return __half22float2(*reinterpret_cast<const __half2*>(&v));
+    return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xFFFF0000u));
+  }
+  template <int NT>
+  __device__ static void dot(const Unit& w, const XView (&xv)[NT], int ul, float (&acc)[NT]) {
+    const float2 a = pair(w.x), b = pair(w.y), c = pair(w.z), d = pair(w.w);
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float4 x0 = xv[t].x[swz(2 * ul)], x1 = xv[t].x[swz(2 * ul + 1)];
+      float s = acc[t];
+      s = fmaf(a.x, x0.x, s);
+      s = fmaf(a.y, x0.y, s);
+      s = fmaf(b.x, x0.z, s);
+      s = fmaf(b.y, x0.w, s);
+      s = fmaf(c.x, x1.x, s);
+      s = fmaf(c.y, x1.y, s);
+      s = fmaf(d.x, x1.z, s);
+      acc[t] = fmaf(d.y, x1.w, s);
+    }
+  }
+};
+template <> struct Fmt<GgmlType::F16> : FmtHalf<GgmlType::F16> {};
+template <> struct Fmt<GgmlType::BF16> : FmtHalf<GgmlType::BF16> {};
+
+}  // namespace ts::gpu

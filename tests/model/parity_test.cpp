@@ -19,20 +19,6 @@ namespace {
 
 using test::Fixture;
 
-// Runs `turbospark logits` on the fixture's tokens with extra flags; throws (failing the test, with
-// the CLI's message) unless it exits 0.
-std::vector<float> cli_logits(const Fixture& f, const std::vector<std::string>& flags, const test::ScratchDir& dir) {
-  static int n_calls = 0;
-  const std::string out = dir.file(fmt::format("logits{}.f32", n_calls++));
-  std::vector<std::string> args{"logits", "-m", f.gguf(), "--tokens", f.tokens(), "-o", out};
-  args.insert(args.end(), flags.begin(), flags.end());
-  const test::CliRun r = test::run_cli(args, dir);
-  if (!r.exited || r.code != 0)
-    throw std::runtime_error(fmt::format("turbospark logits {} failed ({}): {}", fmt::join(flags, " "),
-                                         r.exited ? "exit " + std::to_string(r.code) : "killed by a signal", r.err));
-  return test::read_floats(out);
-}
-
 std::string first_difference(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return fmt::format("{} vs {} values", a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i)
@@ -68,7 +54,7 @@ TEST_P(Parity, WithinThePassRuleOfTheReference) {
   const std::vector<float> ref = test::read_floats(f.ref());
   const test::Distance llama = test::distance(ref, test::read_floats(f.llamacpp()));
   const std::vector<std::string> flags = path == Path::Sequential ? std::vector<std::string>{"--sequential"} : std::vector<std::string>{};
-  const test::Distance ours = test::distance(ref, cli_logits(f, flags, dir));
+  const test::Distance ours = test::distance(ref, test::cli_logits(f, flags, dir));
   const bool ok = test::passes(f, ours, llama);
   // The per-fixture figures, in the CI log whether or not the case passes.
   std::printf("%s %-20s %-10s %s | llama.cpp %s\n", ok ? "ok  " : "FAIL", f.name.c_str(),
@@ -90,24 +76,24 @@ class Determinism : public testing::TestWithParam<Fixture> {
 
 // The kernels guarantee matmul == matvec bitwise, so the batched path must equal the decode path.
 TEST_P(Determinism, PrefillEqualsSequential) {
-  EXPECT_SAME_BYTES(cli_logits(GetParam(), {}, dir_), cli_logits(GetParam(), {"--sequential"}, dir_));
+  EXPECT_SAME_BYTES(test::cli_logits(GetParam(), {}, dir_), test::cli_logits(GetParam(), {"--sequential"}, dir_));
 }
 
 // Each output element is computed by one thread in a fixed order, whatever the thread count
 // (3 also splits rows unevenly).
 TEST_P(Determinism, ThreadCountDoesNotChangeBytes) {
-  const std::vector<float> one = cli_logits(GetParam(), {"-t", "1"}, dir_);
-  EXPECT_SAME_BYTES(one, cli_logits(GetParam(), {"-t", "2"}, dir_));
-  EXPECT_SAME_BYTES(one, cli_logits(GetParam(), {"-t", "3"}, dir_));
+  const std::vector<float> one = test::cli_logits(GetParam(), {"-t", "1"}, dir_);
+  EXPECT_SAME_BYTES(one, test::cli_logits(GetParam(), {"-t", "2"}, dir_));
+  EXPECT_SAME_BYTES(one, test::cli_logits(GetParam(), {"-t", "3"}, dir_));
 }
 
 TEST_P(Determinism, RepeatedRunsAreIdentical) {
-  EXPECT_SAME_BYTES(cli_logits(GetParam(), {"-t", "2"}, dir_), cli_logits(GetParam(), {"-t", "2"}, dir_));
+  EXPECT_SAME_BYTES(test::cli_logits(GetParam(), {"-t", "2"}, dir_), test::cli_logits(GetParam(), {"-t", "2"}, dir_));
 }
 
 // 40 tokens in chunks of 7 (six chunks, the last one short) continue the KV cache across calls.
 TEST_P(Determinism, ChunkedPrefillEqualsOneChunk) {
-  EXPECT_SAME_BYTES(cli_logits(GetParam(), {"--batch", "7"}, dir_), cli_logits(GetParam(), {"--batch", "256"}, dir_));
+  EXPECT_SAME_BYTES(test::cli_logits(GetParam(), {"--batch", "7"}, dir_), test::cli_logits(GetParam(), {"--batch", "256"}, dir_));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Determinism, testing::ValuesIn(test::model_fixtures()), fixture_name);

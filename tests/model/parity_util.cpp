@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <fmt/ranges.h>
+
 namespace ts::test {
 namespace {
 
@@ -54,6 +56,18 @@ bool passes(const Fixture& f, const Distance& ours, const Distance& llamacpp) {
 
 bool passes_median_kl_rule(const Distance& ours, const Distance& llamacpp) {
   return ours.median_kl <= std::max(1.5 * llamacpp.median_kl, 1e-5);
+}
+
+std::vector<float> cli_logits(const Fixture& f, const std::vector<std::string>& flags, const ScratchDir& dir) {
+  static int n_calls = 0;
+  const std::string out = dir.file(fmt::format("logits{}.f32", n_calls++));
+  std::vector<std::string> args{"logits", "-m", f.gguf(), "--tokens", f.tokens(), "-o", out};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const CliRun r = run_cli(args, dir);
+  if (!r.exited || r.code != 0)
+    throw std::runtime_error(fmt::format("turbospark logits {} failed ({}): {}", fmt::join(flags, " "),
+                                         r.exited ? "exit " + std::to_string(r.code) : "killed by a signal", r.err));
+  return read_floats(out);
 }
 
 std::string describe(const Distance& d) {

@@ -32,4 +32,8 @@ bool passes_median_kl_rule(const Distance& ours, const Distance& llamacpp);
 
 std::string describe(const Distance& d);
 
+// Runs `turbospark logits` on the fixture's tokens with extra flags; throws (failing the test, with
+// the CLI's message) unless it exits 0.
+std::vector<float> cli_logits(const Fixture& f, const std::vector<std::string>& flags, const ScratchDir& dir);
+
 }  // namespace ts::test

@@ -1,0 +1,364 @@
+// Every operation of the CUDA backend against the CPU backend (the definition) on random inputs:
+// products of every weight type on the matvec and GEMM paths, norms and element-wise operations,
+// attention over several sequences in prefill and decode shapes with every RoPE variant, windows
+// and sinks, the routed-expert operation against the MoE layer's loop, and asynchronous copies.
+// Tolerances follow the arithmetic: exact f32 activations (matvec) agree to ~1e-5, the half
+// precision paths (GEMM, KV cache) to ~1e-3. Skips without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <tuple>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cuda/require_cuda.h"
+#include "moe/moe_layer.h"
+#include "quant/kernels.h"
+
+namespace ts {
+namespace {
+
+std::vector<float> gaussian(size_t n, std::mt19937& rng, float sigma = 1.0f) {
+  std::normal_distribution<float> g(0.0f, sigma);
+  std::vector<float> v(n);
+  for (float& x : v) x = g(rng);
+  return v;
+}
+
+double rel_l2(const std::vector<float>& ref, const std::vector<float>& got) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    num += (static_cast<double>(ref[i]) - got[i]) * (static_cast<double>(ref[i]) - got[i]);
+    den += static_cast<double>(ref[i]) * ref[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// One input or output of both backends.
+struct Twin {
+  Act cpu, gpu;
+};
+
+class Ops : public testing::Test {
+ protected:
+  void SetUp() override {
+    TS_REQUIRE_CUDA();
+    cpu_ = make_cpu_backend(2);
+    gpu_ = make_backend("cuda", 1);
+  }
+  void TearDown() override {
+    for (Twin& t : twins_) {
+      cpu_->release(t.cpu);
+      gpu_->release(t.gpu);
+    }
+  }
+  Twin twin(const std::vector<float>& v, int64_t n, int64_t dim) {
+    Twin t{cpu_->alloc(n, dim), gpu_->alloc(n, dim)};
+    std::copy(v.begin(), v.end(), t.cpu.data);
+    gpu_->copy_async(t.gpu.data, v.data(), v.size() * sizeof(float), Queue::Compute);
+    gpu_->synchronize();
+    twins_.push_back(t);
+    return t;
+  }
+  Twin zeros(int64_t n, int64_t dim) { return twin(std::vector<float>(n * dim, 0.0f), n, dim); }
+  std::vector<float> host(Backend& be, Act a) {
+    std::vector<float> v(a.n * a.dim);
+    be.to_host(a, v.data());
+    return v;
+  }
+  // rel L2 of the GPU result from the CPU's.
+  double diff(Twin t) { return rel_l2(host(*cpu_, t.cpu), host(*gpu_, t.gpu)); }
+  // A weight matrix of type ty on both backends.
+  std::pair<Mat, Mat> weights(GgmlType ty, int64_t rows, int64_t cols, std::mt19937& rng, float sigma = 0.05f) {
+    auto& bytes = blobs_.emplace_back(ts::row_bytes(ty, cols) * rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<float> x = gaussian(cols, rng, sigma);
+      quant::quantize_weights(ty, x.data(), bytes.data() + r * ts::row_bytes(ty, cols), cols);
+    }
+    const Mat host{ty, bytes.data(), rows, cols, ts::row_bytes(ty, cols)};
+    return {cpu_->upload(host), gpu_->upload(host)};
+  }
+  std::pair<const float*, const float*> vec(const std::vector<float>& v) { return {cpu_->upload_f32(v), gpu_->upload_f32(v)}; }
+  void step(const Step& s) {
+    cpu_->begin_step(s);
+    gpu_->begin_step(s);
+  }
+
+  std::unique_ptr<Backend> cpu_, gpu_;
+  std::vector<Twin> twins_;
+  std::deque<std::vector<uint8_t>> blobs_;
+};
+
+const GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                           GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::MXFP4, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+TEST_F(Ops, ProductsOfEveryTypeOnBothPaths) {
+  std::mt19937 rng(1);
+  for (GgmlType t : kTypes)
+    for (int64_t cols : {512, 4352})  // 4352 > one staged chunk of activations
+      for (int64_t n : {1, 2, 4, 5, 37}) {
+        if (cols > 512 && n > 1) continue;
+        SCOPED_TRACE(std::string(type_name(t)) + " cols " + std::to_string(cols) + " rows " + std::to_string(n));
+        const auto [wc, wg] = weights(t, 67, cols, rng);
+        const Twin x = twin(gaussian(n * cols, rng), n, cols), y = zeros(n, 67);
+        cpu_->matmul(wc, x.cpu, y.cpu);
+        gpu_->matmul(wg, x.gpu, y.gpu);
+        // Exact activations (few rows, F32 weights; F16/BF16 split into two halves) vs halves.
+        const bool exact = n <= 4 || t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
+        EXPECT_LT(diff(y), exact ? 3e-5 : 3e-3);
+      }
+}
+
+TEST_F(Ops, SharedProductsWithBiasAndAccumulation) {
+  std::mt19937 rng(2);
+  for (int64_t n : {1, 3, 9}) {
+    SCOPED_TRACE(n);
+    const auto [q_c, q_g] = weights(GgmlType::Q8_0, 96, 256, rng);
+    const auto [k_c, k_g] = weights(GgmlType::Q8_0, 32, 256, rng);
+    const auto [v_c, v_g] = weights(GgmlType::Q6_K, 32, 256, rng);  // another type in the same call
+    const auto [b_c, b_g] = vec(gaussian(96, rng));
+    const Twin x = twin(gaussian(n * 256, rng), n, 256), q = zeros(n, 96), k = zeros(n, 32);
+    const Twin v = twin(gaussian(n * 32, rng), n, 32);
+    const MatmulOut oc[] = {{&q_c, q.cpu, b_c}, {&k_c, k.cpu}, {&v_c, v.cpu, nullptr, true}};
+    const MatmulOut og[] = {{&q_g, q.gpu, b_g}, {&k_g, k.gpu}, {&v_g, v.gpu, nullptr, true}};
+    cpu_->matmul_shared(x.cpu, oc);
+    gpu_->matmul_shared(x.gpu, og);
+    const double tol = n <= 4 ? 3e-5 : 3e-3;
+    EXPECT_LT(diff(q), tol);
+    EXPECT_LT(diff(k), tol);
+    EXPECT_LT(diff(v), tol);
+  }
+}
+
+TEST_F(Ops, RowOperations) {
+  std::mt19937 rng(3);
+  const int64_t n = 6, d = 256;
+  const int32_t ids[] = {5, 0, 7, 7, 2, 1};
+  const SeqRows seqs[] = {{cpu_->alloc_kv(1, 8, 32), 0, 6, 0}};
+  // The same handle number on both: each backend numbers its own caches from 0.
+  ASSERT_EQ(gpu_->alloc_kv(1, 8, 32), seqs[0].kv);
+  const int32_t out_rows[] = {1, 4};
+  step(Step{ids, n, seqs, 1, out_rows, 2});
+  const auto [w_c, w_g] = vec(gaussian(d, rng));
+  const auto [wh_c, wh_g] = vec(gaussian(32, rng));
+  {
+    const Twin x = twin(gaussian(n * d, rng, 3.0f), n, d), y = zeros(n, d);
+    cpu_->rms_norm(x.cpu, w_c, 1e-5f, d, y.cpu);
+    gpu_->rms_norm(x.gpu, w_g, 1e-5f, d, y.gpu);
+    EXPECT_LT(diff(y), 1e-6);
+    cpu_->rms_norm(x.cpu, wh_c, 1e-6f, 32, x.cpu);  // per head, in place
+    gpu_->rms_norm(x.gpu, wh_g, 1e-6f, 32, x.gpu);
+    EXPECT_LT(diff(x), 1e-6);
+  }
+  {
+    const Twin a = twin(gaussian(n * d, rng), n, d), b = twin(gaussian(n * d, rng), n, d);
+    cpu_->add(a.cpu, b.cpu);
+    gpu_->add(a.gpu, b.gpu);
+    cpu_->scale(a.cpu, 0.7f);
+    gpu_->scale(a.gpu, 0.7f);
+    cpu_->add_bias(a.cpu, w_c);
+    gpu_->add_bias(a.gpu, w_g);
+    EXPECT_EQ(diff(a), 0.0);
+  }
+  for (Activation act : {Activation::SwiGLU, Activation::GeluTanhGLU, Activation::ClampedSwiGLU}) {
+    const Twin g = twin(gaussian(n * d, rng, 4.0f), n, d), u = twin(gaussian(n * d, rng, 4.0f), n, d), o = zeros(n, d);
+    cpu_->glu(act, g.cpu, u.cpu, o.cpu);
+    gpu_->glu(act, g.gpu, u.gpu, o.gpu);
+    EXPECT_LT(diff(o), 1e-6) << static_cast<int>(act);
+  }
+  {
+    const Twin x = twin(gaussian(n * d, rng), n, d), sel = zeros(2, d), tab = zeros(8, d);
+    cpu_->select_output_rows(x.cpu, 0, sel.cpu);
+    gpu_->select_output_rows(x.gpu, 0, sel.gpu);
+    EXPECT_EQ(diff(sel), 0.0);
+    const int32_t rows[] = {3, 0, 5};
+    cpu_->scatter_rows(x.cpu.first(3), rows, 3, tab.cpu);
+    gpu_->scatter_rows(x.gpu.first(3), rows, 3, tab.gpu);
+    const Twin back = zeros(3, d);
+    cpu_->gather_rows(tab.cpu, rows, 3, back.cpu);
+    gpu_->gather_rows(tab.gpu, rows, 3, back.gpu);
+    EXPECT_EQ(diff(tab), 0.0);
+    EXPECT_EQ(diff(back), 0.0);
+    const std::vector<float> wts = gaussian(3 * 2, rng);
+    const Twin comb = zeros(3, d);
+    cpu_->combine_ranked(x.cpu, wts.data(), 2, comb.cpu);
+    gpu_->combine_ranked(x.gpu, wts.data(), 2, comb.gpu);
+    EXPECT_LT(diff(comb), 1e-6);
+  }
+  for (auto mode : {SteerParams::Mode::Add, SteerParams::Mode::Ablate, SteerParams::Mode::Clamp, SteerParams::Mode::Renorm}) {
+    const std::vector<float> dir = gaussian(d, rng);
+    double norm = 0;
+    for (float v : dir) norm += static_cast<double>(v) * v;
+    const auto [dc, dg] = vec(dir);
+    SteerParams pc{mode, dc, std::sqrt(norm), 0.8f, 0.5f, 0.3f}, pg = pc;
+    pg.direction = dg;
+    const Twin x = twin(gaussian(n * d, rng), n, d);
+    cpu_->steer(x.cpu, pc);
+    gpu_->steer(x.gpu, pg);
+    EXPECT_LT(diff(x), 1e-6) << static_cast<int>(mode);
+  }
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_K, GgmlType::MXFP4}) {
+    const auto [tc, tg] = weights(t, 8, d, rng, 1.0f);
+    const Twin e = zeros(n, d);
+    cpu_->embed(tc, e.cpu);
+    gpu_->embed(tg, e.gpu);
+    EXPECT_LT(diff(e), 1e-7) << type_name(t);
+  }
+}
+
+// Attention over two sequences, in three steps: a prefill of both, one decode row each, a second
+// prefill of the first; q and k arrive unrotated (the backend rotates them).
+struct AttnCase {
+  int64_t head_dim, n_head, n_head_kv, window;
+  bool sinks;
+  RopeParams rope;
+};
+
+class Attention : public Ops, public testing::WithParamInterface<AttnCase> {};
+
+TEST_P(Attention, MatchesTheCpuInPrefillAndDecode) {
+  const AttnCase c = GetParam();
+  std::mt19937 rng(4);
+  const int64_t hd = c.head_dim, qw = c.n_head * hd, kw = c.n_head_kv * hd, n_ctx = 64;
+  const KvHandle a = cpu_->alloc_kv(2, n_ctx, kw), b = cpu_->alloc_kv(2, n_ctx, kw);
+  ASSERT_EQ(gpu_->alloc_kv(2, n_ctx, kw), a);
+  ASSERT_EQ(gpu_->alloc_kv(2, n_ctx, kw), b);
+  RopeParams rc = c.rope, rg = c.rope;
+  if (c.rope.freq_factors) {
+    std::vector<float> ff(c.rope.n_rot / 2);
+    for (size_t j = 0; j < ff.size(); ++j) ff[j] = 1.0f + 0.5f * static_cast<float>(j % 3);
+    std::tie(rc.freq_factors, rg.freq_factors) = vec(ff);
+  }
+  AttentionParams pc;
+  pc.n_head = c.n_head;
+  pc.n_head_kv = c.n_head_kv;
+  pc.head_dim = hd;
+  pc.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  pc.window = c.window;
+  AttentionParams pg = pc;
+  if (c.sinks) std::tie(pc.sinks, pg.sinks) = vec(gaussian(c.n_head, rng));
+  pc.rope = &rc;
+  pg.rope = &rg;
+  const std::vector<std::vector<SeqRows>> steps = {
+      {{a, 0, 19, 0}, {b, 19, 5, 0}}, {{a, 0, 1, 19}, {b, 1, 1, 5}}, {{b, 0, 1, 6}}, {{a, 0, 3, 20}}};
+  for (size_t si = 0; si < steps.size(); ++si) {
+    SCOPED_TRACE("step " + std::to_string(si));
+    const std::vector<SeqRows>& sq = steps[si];
+    int64_t n = 0;
+    for (const SeqRows& s : sq) n += s.n;
+    std::vector<int32_t> ids(n, 0), outs = {0};
+    step(Step{ids.data(), n, sq.data(), static_cast<int64_t>(sq.size()), outs.data(), 1});
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      const Twin q = twin(gaussian(n * qw, rng), n, qw), k = twin(gaussian(n * kw, rng), n, kw);
+      const Twin v = twin(gaussian(n * kw, rng), n, kw), o = zeros(n, qw);
+      cpu_->attention(layer, q.cpu, k.cpu, v.cpu, pc, o.cpu);
+      gpu_->attention(layer, q.gpu, k.gpu, v.gpu, pg, o.gpu);
+      EXPECT_LT(diff(o), 3e-3) << "layer " << layer;
+    }
+  }
+}
+
+RopeParams neox_yarn(int64_t n_rot) {
+  RopeParams r;
+  r.layout = RopeParams::Layout::NeoX;
+  r.n_rot = n_rot;
+  r.base = 150000;
+  r.yarn_factor = 32;
+  r.yarn_orig_ctx = 4096;
+  return r;
+}
+RopeParams adjacent(int64_t n_rot, double linear, bool freqs) {
+  RopeParams r;
+  r.n_rot = n_rot;
+  r.linear_factor = linear;
+  r.freq_factors = freqs ? reinterpret_cast<const float*>(1) : nullptr;  // replaced by real factors
+  return r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
+                         testing::Values(AttnCase{64, 8, 1, 0, true, neox_yarn(64)},    // gpt-oss global
+                                         AttnCase{64, 16, 2, 8, true, neox_yarn(64)},   // gpt-oss local
+                                         AttnCase{32, 4, 2, 0, false, adjacent(32, 1, false)},
+                                         AttnCase{128, 8, 2, 0, false, adjacent(128, 4, true)},
+                                         AttnCase{256, 4, 1, 16, false, neox_yarn(256)},
+                                         AttnCase{128, 6, 3, 0, false, adjacent(64, 1, false)}));  // partial rotation
+
+// A store over a vector of experts (every expert resident).
+class VectorStore final : public ExpertStore {
+ public:
+  explicit VectorStore(std::vector<ExpertView> v) : v_(std::move(v)) {}
+  ExpertView get(int64_t, int64_t e) override { return v_[e]; }
+  bool resident() const override { return true; }
+
+ private:
+  std::vector<ExpertView> v_;
+};
+
+TEST_F(Ops, RoutedExpertsMatchTheLayerLoop) {
+  std::mt19937 rng(5);
+  const int64_t E = 8, k = 3, d = 256, ff = 128;
+  for (RouterContract c : {RouterContract::SoftmaxTopKRenorm, RouterContract::BiasedTopKSoftmax})
+    for (GgmlType t : {GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::F32}) {
+      std::vector<ExpertView> ec, eg;
+      for (int64_t e = 0; e < E; ++e) {
+        ExpertView vc, vg;
+        std::tie(vc.gate, vg.gate) = weights(t, ff, d, rng, 0.1f);
+        std::tie(vc.up, vg.up) = weights(t, ff, d, rng, 0.1f);
+        std::tie(vc.down, vg.down) = weights(t, d, ff, rng, 0.1f);
+        if (c == RouterContract::BiasedTopKSoftmax) {
+          std::tie(vc.gate_bias, vg.gate_bias) = vec(gaussian(ff, rng));
+          std::tie(vc.up_bias, vg.up_bias) = vec(gaussian(ff, rng));
+          std::tie(vc.down_bias, vg.down_bias) = vec(gaussian(d, rng));
+        }
+        ec.push_back(vc);
+        eg.push_back(vg);
+      }
+      const auto [rc, rg] = weights(GgmlType::F32, E, d, rng, 0.3f);
+      const auto [bc, bg] = vec(gaussian(E, rng));
+      const Activation act = c == RouterContract::BiasedTopKSoftmax ? Activation::ClampedSwiGLU : Activation::SwiGLU;
+      for (int64_t n : {1, 3, 40}) {
+        SCOPED_TRACE(std::string(type_name(t)) + " tokens " + std::to_string(n) + " contract " + std::to_string(static_cast<int>(c)));
+        const Twin x = twin(gaussian(n * d, rng), n, d), out = zeros(n, d);
+        // The CPU runs the layer loop (it offers no routed_experts); the GPU the whole operation.
+        VectorStore store(ec);
+        MoeLayer layer(*cpu_, MoeShape{d, ff, E, k, c, act}, n);
+        const float* bias_c = c == RouterContract::BiasedTopKSoftmax ? bc : nullptr;
+        layer.forward(store, 0, rc, bias_c, x.cpu, out.cpu, ExpertOrder::Ascending);
+        EXPECT_FALSE(layer.last_on_backend());
+        const RoutedExperts op{0, c, act, k, &rg, c == RouterContract::BiasedTopKSoftmax ? bg : nullptr, eg};
+        ASSERT_TRUE(gpu_->routed_experts(op, x.gpu, out.gpu));
+        const bool exact = n <= 4 || t == GgmlType::F32;
+        EXPECT_LT(diff(out), exact ? 1e-4 : 5e-3);
+      }
+    }
+}
+
+TEST_F(Ops, AsynchronousCopiesBetweenMemoryKinds) {
+  const size_t bytes = 3 << 20;
+  Buffer host = gpu_->alloc_buffer(bytes, MemKind::Host), pinned = gpu_->alloc_buffer(bytes, MemKind::PinnedHost);
+  Buffer dev = gpu_->alloc_buffer(bytes, MemKind::Device), back = gpu_->alloc_buffer(bytes, MemKind::PinnedHost);
+  for (const Buffer* b : {&host, &pinned, &dev, &back}) EXPECT_EQ(reinterpret_cast<uintptr_t>(b->data) % kBufferAlign, 0u);
+  auto* h = static_cast<uint8_t*>(host.data);
+  for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<uint8_t>(i * 7 + 3);
+  std::memcpy(pinned.data, host.data, bytes);
+  // Transfer queue fills the device buffer; compute waits for it, then copies back.
+  const EventHandle filled = gpu_->create_event(), drained = gpu_->create_event();
+  gpu_->copy_async(dev.data, pinned.data, bytes, Queue::Transfer);
+  gpu_->record_event(filled, Queue::Transfer);
+  gpu_->wait_event(Queue::Compute, filled);
+  gpu_->copy_async(back.data, dev.data, bytes, Queue::Compute);
+  gpu_->record_event(drained, Queue::Compute);
+  gpu_->host_wait(drained);
+  EXPECT_EQ(std::memcmp(back.data, host.data, bytes), 0);
+  gpu_->destroy_event(filled);
+  gpu_->destroy_event(drained);
+  for (Buffer* b : {&host, &pinned, &dev, &back}) gpu_->free_buffer(*b);
+}
+
+}  // namespace
+}  // namespace ts

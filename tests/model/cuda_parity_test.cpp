@@ -1,0 +1,51 @@
+// The CUDA backend on every model fixture: both paths (batched prefill, and one token at a time,
+// whose steps from the third on replay a recorded CUDA graph) within the fixtures' pass rule of the
+// exact reference, and the same bytes from two runs. Skips without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <tuple>
+
+#include "cuda/require_cuda.h"
+#include "model/parity_util.h"
+
+namespace ts {
+namespace {
+
+using test::Fixture;
+
+enum class Path { Prefill, Sequential };
+
+std::vector<std::string> flags(Path p) {
+  std::vector<std::string> f{"--device", "cuda"};
+  if (p == Path::Sequential) f.push_back("--sequential");
+  return f;
+}
+
+class CudaParity : public testing::TestWithParam<std::tuple<Fixture, Path>> {};
+
+TEST_P(CudaParity, WithinThePassRuleOfTheReference) {
+  TS_REQUIRE_CUDA();
+  const auto& [f, path] = GetParam();
+  test::ScratchDir dir;
+  const std::vector<float> ref = test::read_floats(f.ref());
+  const test::Distance llama = test::distance(ref, test::read_floats(f.llamacpp()));
+  const std::vector<float> first = test::cli_logits(f, flags(path), dir);
+  const test::Distance ours = test::distance(ref, first);
+  const bool ok = test::passes(f, ours, llama);
+  std::printf("%s cuda %-20s %-10s %s | llama.cpp %s\n", ok ? "ok  " : "FAIL", f.name.c_str(),
+              path == Path::Prefill ? "prefill" : "sequential", test::describe(ours).c_str(), test::describe(llama).c_str());
+  EXPECT_TRUE(ok) << f.name << ": " << test::describe(ours) << " vs llama.cpp " << test::describe(llama);
+  // No atomics in any reduction whose order can vary: a second run gives the same bytes.
+  EXPECT_TRUE(test::same_bytes(first, test::cli_logits(f, flags(path), dir))) << "two CUDA runs differ";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaParity,
+                         testing::Combine(testing::ValuesIn(test::model_fixtures()), testing::Values(Path::Prefill, Path::Sequential)),
+                         [](const testing::TestParamInfo<CudaParity::ParamType>& p) {
+                           return test::test_name(std::get<0>(p.param).name) +
+                                  (std::get<1>(p.param) == Path::Prefill ? "_prefill" : "_sequential");
+                         });
+
+}  // namespace
+}  // namespace ts

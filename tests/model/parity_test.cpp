@@ -26,7 +26,7 @@ std::vector<float> cli_logits(const Fixture& f, const std::vector<std::string>& 
   const std::string out = dir.file(fmt::format("logits{}.f32", n_calls++));
   std::vector<std::string> args{"logits", "-m", f.gguf(), "--tokens", f.tokens(), "-o", out};
   args.insert(args.end(), flags.begin(), flags.end());
-  const test::CliRun r = test::run_cli(args, dir);
+  const test::CliRun r = test::run_cli(args);
   if (!r.exited || r.code != 0)
     throw std::runtime_error(fmt::format("turbospark logits {} failed ({}): {}", fmt::join(flags, " "),
                                          r.exited ? "exit " + std::to_string(r.code) : "killed by a signal", r.err));

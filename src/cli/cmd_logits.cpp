@@ -37,13 +37,13 @@ void run_logits(const LogitsOptions& o) {
   // The cache needs only the n positions teacher-forced here (the logits do not depend on its size).
   check_run_memory(estimate_run_memory(*model, n, fo.max_batch, n));
   KvCache kv(*be, model->hp(), n);
-  Forward fwd(*model, *be, kv, fo);
+  Forward fwd(*model, *be, fo);
   std::vector<float> logits(static_cast<size_t>(n) * V);
   // Prefill goes through the batched path in chunks; --sequential feeds one token at a time
   // through the decode path. Both must agree (the parity tests check each against the reference).
   for (int64_t i = 0; i < n; i += fo.max_batch) {
     const int64_t m = std::min(fo.max_batch, n - i);
-    fwd.run(ids.data() + i, m, true, logits.data() + i * V);
+    fwd.run(kv, ids.data() + i, m, true, logits.data() + i * V);
   }
   write_output_file(o.out, logits.data(), logits.size() * sizeof(float));
 }

@@ -1,9 +1,9 @@
 #include "model/hparams.h"
 
 #include <algorithm>
-#include <iterator>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <string_view>
 #include <vector>
 
@@ -102,8 +102,11 @@ void check_window_pattern(const GgufFile& g, const HParams& h, const Family& f, 
   }
 }
 
+// RoPE scaling changes the math: a type we do not implement is refused, never ignored (the text
+// would stay fluent and be wrong). Old converters wrote linear scaling as rope.scale_linear.
 void read_rope_scaling(const GgufFile& g, HParams& h, const std::string& p) {
-  const std::string type = g.get_string(p + "rope.scaling.type", g.has(p + "rope.scale_linear") ? "linear" : "none");
+  const bool old_linear = g.has(p + "rope.scale_linear");
+  const std::string type = g.get_string(p + "rope.scaling.type", old_linear ? "linear" : "none");
   if (type == "none") return;
   if (type == "yarn") {
     h.yarn_factor = g.get_float(p + "rope.scaling.factor");
@@ -115,9 +118,14 @@ void read_rope_scaling(const GgufFile& g, HParams& h, const std::string& p) {
       fail("'{}': invalid YaRN rope scaling parameters", g.path());
     return;
   }
-  if (type == "linear")
-    fail("'{}': {}rope.scaling.type = linear is not implemented yet; refusing rather than ignoring it", g.path(), p);
-  fail("'{}': {}rope.scaling.type = '{}' is not supported (supported: none, yarn)", g.path(), p, type);
+  if (type == "linear") {
+    const std::string key = p + (g.has(p + "rope.scaling.factor") || !old_linear ? "rope.scaling.factor" : "rope.scale_linear");
+    h.rope_linear_factor = g.get_float(key, 1.0);
+    if (!(h.rope_linear_factor > 0) || !std::isfinite(h.rope_linear_factor))
+      fail("'{}': {} must be positive, got {}", g.path(), key, h.rope_linear_factor);
+    return;
+  }
+  fail("'{}': {}rope.scaling.type = '{}' is not supported (supported: none, linear, yarn)", g.path(), p, type);
 }
 
 }  // namespace
@@ -161,9 +169,6 @@ HParams HParams::from_gguf(const GgufFile& g) {
   if (!(h.rope_base_swa > 1) || !std::isfinite(h.rope_base_swa))
     fail("'{}': rope.freq_base_swa must be > 1, got {}", g.path(), h.rope_base_swa);
   read_rope_scaling(g, h, p);
-  if (g.find_tensor("rope_freqs.weight"))
-    fail("'{}': per-dimension RoPE frequency factors (tensor rope_freqs.weight) are not implemented yet; refusing rather "
-         "than ignoring them", g.path());
   h.sliding_window = g.get_int(p + "attention.sliding_window", 0);
   if (h.sliding_window < 0) fail("'{}': negative sliding window", g.path());
   if (h.sliding_window > 0 && !family.uses_window)

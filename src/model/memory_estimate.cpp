@@ -1,5 +1,7 @@
 #include "model/memory_estimate.h"
 
+#include <algorithm>
+
 #include "model/model.h"
 #include "util/error.h"
 
@@ -32,7 +34,7 @@ MemoryEstimate estimate_run_memory(const Model& m, int64_t n_ctx, int64_t batch,
   const uint64_t E = static_cast<uint64_t>(h.n_embd), q = static_cast<uint64_t>(h.n_head * h.head_dim),
                  kv = static_cast<uint64_t>(h.n_head_kv * h.head_dim);
   e.kv_cache = mul(mul(mul(static_cast<uint64_t>(h.n_layer), static_cast<uint64_t>(n_ctx)), kv), 2 * kF);
-  uint64_t per_token = 4 * E + 2 * q + 2 * kv + V;  // x h o ffn_out, q att, k v, logits
+  uint64_t per_token = 4 * E + 2 * q + 2 * kv;  // x h o ffn_out, q att, k v
   if (h.is_moe()) {
     const uint64_t F = static_cast<uint64_t>(h.n_ff_expert), X = static_cast<uint64_t>(h.n_expert),
                    k = static_cast<uint64_t>(h.n_expert_used);
@@ -40,7 +42,9 @@ MemoryEstimate estimate_run_memory(const Model& m, int64_t n_ctx, int64_t batch,
   } else {
     per_token += 3 * static_cast<uint64_t>(h.n_ff);  // gate up act
   }
-  e.activations = mul(mul(per_token, B), kF);
+  // The output head runs in passes of a bounded logits buffer (64 MiB, at least one row).
+  const uint64_t head_rows = std::clamp<uint64_t>((uint64_t{64} << 20) / (V * kF), 1, B);
+  e.activations = mul(mul(per_token, B) + mul(head_rows, E + V), kF);
   // Host logits rows, plus the sampler's candidates (8 bytes), probabilities (8) and counts (4).
   e.logits = mul(mul(static_cast<uint64_t>(logit_rows), V), kF) + mul(V, 20);
   return e;

@@ -92,6 +92,13 @@ TEST_F(Cli, TokenIdOutsideTheVocabularyIsRejected) {
   EXPECT_THAT(r.err, HasSubstr(std::to_string(vocab)));
 }
 
+// The README: exceeding --ctx is an error. `logits` used to raise the context to the token count.
+TEST_F(Cli, MoreTokensThanTheContextIsAnError) {
+  const test::CliRun r = test::run_cli({"logits", "-m", kModel, "--tokens", kTokens, "-o", out_, "--ctx", "39"});
+  expect_runtime_error(r, "holds 40 tokens but the context is 39 (--ctx)");
+  EXPECT_EQ(test::run_cli({"logits", "-m", kModel, "--tokens", kTokens, "-o", out_, "--ctx", "40"}).code, 0);
+}
+
 TEST_F(Cli, MissingTokenFileIsNamed) {
   expect_runtime_error(logits(kModel, dir_.file("nope.txt"), out_), dir_.file("nope.txt"));
 }

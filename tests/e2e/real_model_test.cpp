@@ -104,9 +104,9 @@ Measures measure(const RealModel& rm) {
     std::vector<int32_t> ids = c.prompt_ids;
     ids.insert(ids.end(), c.greedy_ids.begin(), c.greedy_ids.end() - 1);
     KvCache kv(*be, model->hp(), static_cast<int64_t>(ids.size()));
-    Forward fwd(*model, *be, kv, ForwardOptions{.max_batch = static_cast<int64_t>(ids.size())});
+    Forward fwd(*model, *be, ForwardOptions{.max_batch = static_cast<int64_t>(ids.size())});
     logits.emplace_back(ids.size() * V);
-    fwd.run(ids.data(), static_cast<int64_t>(ids.size()), true, logits.back().data());
+    fwd.run(kv, ids.data(), static_cast<int64_t>(ids.size()), true, logits.back().data());
   }
   Measures m;
   for (const RefRow& r : rm.ref) {

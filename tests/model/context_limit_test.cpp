@@ -1,7 +1,7 @@
 // The context limit is a hard bound: a forward call that would need more KV positions than the cache
 // has is a ts::Error that says so, whether the excess comes in one prefill or one decode step too
-// many, and the failed call fills nothing. (The logits command raises --ctx to the token count, so
-// this is tested through the API.)
+// many, and the failed call fills nothing. (`logits` with more tokens than --ctx is refused before
+// any forward call: tests/cli/cli_test.cpp.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -35,15 +35,15 @@ class ContextLimit : public testing::Test {
 };
 
 TEST_F(ContextLimit, PrefillPastTheLimitThrows) {
-  Forward fwd(*model_, *be_, kv_, ForwardOptions{.max_batch = 9});
-  EXPECT_THAT(error_of([&] { fwd.run(ids_.data(), 9, true, logits_.data()); }), HasSubstr("context"));
+  Forward fwd(*model_, *be_, ForwardOptions{.max_batch = 9});
+  EXPECT_THAT(error_of([&] { fwd.run(kv_, ids_.data(), 9, true, logits_.data()); }), HasSubstr("context"));
   EXPECT_EQ(kv_.n_past, 0);
 }
 
 TEST_F(ContextLimit, DecodeStepPastTheLimitThrows) {
-  Forward fwd(*model_, *be_, kv_, ForwardOptions{.max_batch = 1});
-  for (int i = 0; i < 8; ++i) ASSERT_EQ(error_of([&] { fwd.run(&ids_[i], 1, false, logits_.data()); }), "") << "token " << i;
-  EXPECT_THAT(error_of([&] { fwd.run(&ids_[8], 1, false, logits_.data()); }), HasSubstr("context"));
+  Forward fwd(*model_, *be_, ForwardOptions{.max_batch = 1});
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(error_of([&] { fwd.run(kv_, &ids_[i], 1, false, logits_.data()); }), "") << "token " << i;
+  EXPECT_THAT(error_of([&] { fwd.run(kv_, &ids_[8], 1, false, logits_.data()); }), HasSubstr("context"));
   EXPECT_EQ(kv_.n_past, 8);
 }
 

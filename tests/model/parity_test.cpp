@@ -62,8 +62,9 @@ TEST(Fixtures, EveryModelHasTokensAndLogitsFiles) {
       EXPECT_EQ(test::read_floats(f.llamacpp()).size(), want);
     }
   }
-  // gemma3 has local and global layers: it must be among the fixtures, in f32 and quantized.
-  for (const char* name : {"gemma3-f32", "gemma3-q8_0"})
+  // gemma3 (local and global layers, in f32 and quantized) and the RoPE variants (linear scaling,
+  // rope_freqs) must be among the fixtures (tests/data/models/make_more_fixtures.py writes them).
+  for (const char* name : {"gemma3-f32", "gemma3-q8_0", "gemma3-linear-q8_0", "llama-linear-q8_0", "llama-ropefreqs-q8_0"})
     EXPECT_TRUE(std::any_of(all.begin(), all.end(), [&](const Fixture& f) { return f.name == name; })) << name;
 }
 
@@ -153,6 +154,20 @@ TEST(ParityRules, ExactBoundCatchesWhatTheSharedRuleMisses) {
     std::printf("%-28s %s (shared rule: %s)\n", e.what, test::describe(d).c_str(), test::passes(f, d, llama) ? "pass" : "fail");
     EXPECT_FALSE(test::passes_exact(d)) << test::describe(d);
   }
+}
+
+// Older converters wrote linear scaling as rope.scale_linear, without rope.scaling.*: same math.
+TEST(ParityRules, OldLinearScalingKeyMeansTheSame) {
+  const Fixture f{"llama-linear-q8_0", test::models_dir()};
+  test::ScratchDir dir;
+  test::GgufContents c = test::read_gguf(f.gguf());
+  c.erase("llama.rope.scaling.type");
+  c.erase("llama.rope.scaling.factor");
+  c.set("llama.rope.scale_linear", test::f32_value(4.0f));
+  const Fixture old{"old-key", dir.path()};
+  test::write_gguf(c, old.gguf());
+  std::filesystem::copy_file(f.tokens(), old.tokens());
+  EXPECT_SAME_BYTES(cli_logits(old, {}, dir), cli_logits(f, {}, dir));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Determinism, testing::ValuesIn(test::model_fixtures()), fixture_name);

@@ -25,7 +25,10 @@ struct ProcessResult {
   int code = -1;
   int signal = 0;          // > 0: killed by this signal (a crash, or our SIGKILL after a timeout)
   bool timed_out = false;
-  long max_rss_kb = 0;     // the child's peak resident set
+  // The child's peak resident set. Linux counts the spawning process's own peak into it (the
+  // address space the child starts from is the parent's until exec), so it is only meaningful when
+  // the test process itself stays small.
+  long max_rss_kb = 0;
   double seconds = 0;
   std::string out, err;    // captured output (when not sent to a path)
   std::string describe() const;  // "exit 1", "killed by signal 11 (Segmentation fault)", ...

@@ -34,7 +34,7 @@ def rn(rng, *shape, std=1.0):
 
 
 class Writer:
-    def __init__(self, name, arch, qtype, s):
+    def __init__(self, name, arch, qtype, s, base, eps, linear):
         self.path = os.path.join(OUT, name + ".gguf")
         self.qtype = qtype
         w = self.w = gguf.GGUFWriter(self.path, arch)
@@ -50,6 +50,11 @@ class Writer:
         w.add_rope_dimension_count(s["D"])
         w.add_vocab_size(V)
         w.add_tokenizer_model("none")
+        w.add_rope_freq_base(base)
+        w.add_layer_norm_rms_eps(eps)
+        if linear is not None:
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(linear)
 
     def put(self, name, arr, quantize=True):
         if quantize and self.qtype != Q.F32:
@@ -68,18 +73,17 @@ class Writer:
         print(self.path)
 
 
+def shape(L):
+    s = dict(E=128, L=L, H=4, KV=2, D=32, F=256)
+    return s, (s["E"], s["L"], s["H"], s["KV"], s["D"], s["F"])
+
+
 def gemma3(name, qtype, seed, base_swa=None, linear=None):
-    s = dict(E=128, L=7, H=4, KV=2, D=32, F=256)
-    E, L, H, KV, D, F = s["E"], s["L"], s["H"], s["KV"], s["D"], s["F"]
+    s, (E, L, H, KV, D, F) = shape(7)
     rng = np.random.default_rng(seed)
-    x = Writer(name, "gemma3", qtype, s)
-    x.w.add_rope_freq_base(1000000.0)
+    x = Writer(name, "gemma3", qtype, s, 1000000.0, 1e-6, linear)
     if base_swa is not None:
         x.w.add_float32("gemma3.rope.freq_base_swa", base_swa)
-    if linear is not None:
-        x.w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
-        x.w.add_rope_scaling_factor(linear)
-    x.w.add_layer_norm_rms_eps(1e-6)
     x.w.add_sliding_window(8)
     # Norm weights are stored with Gemma's (1 + w) already folded in, as the GGUF converter does.
     x.put("token_embd.weight", rn(rng, V, E, std=0.1))  # tied output head: no output.weight
@@ -103,15 +107,9 @@ def gemma3(name, qtype, seed, base_swa=None, linear=None):
 
 
 def llama(name, qtype, seed, linear=None, rope_freqs=False):
-    s = dict(E=128, L=3, H=4, KV=2, D=32, F=256)
-    E, L, H, KV, D, F = s["E"], s["L"], s["H"], s["KV"], s["D"], s["F"]
+    s, (E, L, H, KV, D, F) = shape(3)
     rng = np.random.default_rng(seed)
-    x = Writer(name, "llama", qtype, s)
-    x.w.add_rope_freq_base(10000.0)
-    x.w.add_layer_norm_rms_eps(1e-5)
-    if linear is not None:
-        x.w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
-        x.w.add_rope_scaling_factor(linear)
+    x = Writer(name, "llama", qtype, s, 10000.0, 1e-5, linear)
     x.put("token_embd.weight", rn(rng, V, E))
     x.put("output_norm.weight", 1.0 + rn(rng, E, std=0.1), False)
     x.put("output.weight", rn(rng, V, E, std=1.0 / np.sqrt(E)))

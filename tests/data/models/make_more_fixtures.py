@@ -62,6 +62,13 @@ class Writer:
         else:
             self.w.add_tensor(name, arr)
 
+    def attention_inputs(self, rng, p, s):
+        E, H, KV, D = s["E"], s["H"], s["KV"], s["D"]
+        self.put(p + "attn_norm.weight", 1.0 + rn(rng, E, std=0.1), False)
+        self.put(p + "attn_q.weight", rn(rng, H * D, E, std=1.0 / np.sqrt(E)))
+        self.put(p + "attn_k.weight", rn(rng, KV * D, E, std=1.0 / np.sqrt(E)))
+        self.put(p + "attn_v.weight", rn(rng, KV * D, E, std=1.0 / np.sqrt(E)))
+
     def close(self, seed):
         self.w.write_header_to_file()
         self.w.write_kv_data_to_file()
@@ -90,10 +97,7 @@ def gemma3(name, qtype, seed, base_swa=None, linear=None):
     x.put("output_norm.weight", 1.0 + rn(rng, E, std=0.1), False)
     for i in range(L):
         p = f"blk.{i}."
-        x.put(p + "attn_norm.weight", 1.0 + rn(rng, E, std=0.1), False)
-        x.put(p + "attn_q.weight", rn(rng, H * D, E, std=1.0 / np.sqrt(E)))
-        x.put(p + "attn_k.weight", rn(rng, KV * D, E, std=1.0 / np.sqrt(E)))
-        x.put(p + "attn_v.weight", rn(rng, KV * D, E, std=1.0 / np.sqrt(E)))
+        x.attention_inputs(rng, p, s)
         x.put(p + "attn_q_norm.weight", 1.0 + rn(rng, D, std=0.1), False)
         x.put(p + "attn_k_norm.weight", 1.0 + rn(rng, D, std=0.1), False)
         x.put(p + "attn_output.weight", rn(rng, E, H * D, std=1.0 / np.sqrt(H * D)))
@@ -118,10 +122,7 @@ def llama(name, qtype, seed, linear=None, rope_freqs=False):
         x.put("rope_freqs.weight", np.interp(np.arange(D // 2), [0, 6, 11, D // 2 - 1], [1, 1, 8, 8]).astype(np.float32), False)
     for i in range(L):
         p = f"blk.{i}."
-        x.put(p + "attn_norm.weight", 1.0 + rn(rng, E, std=0.1), False)
-        x.put(p + "attn_q.weight", rn(rng, H * D, E, std=1.0 / np.sqrt(E)))
-        x.put(p + "attn_k.weight", rn(rng, KV * D, E, std=1.0 / np.sqrt(E)))
-        x.put(p + "attn_v.weight", rn(rng, KV * D, E, std=1.0 / np.sqrt(E)))
+        x.attention_inputs(rng, p, s)
         x.put(p + "attn_output.weight", rn(rng, E, H * D, std=1.0 / np.sqrt(H * D)))
         x.put(p + "ffn_norm.weight", 1.0 + rn(rng, E, std=0.1), False)
         x.put(p + "ffn_gate.weight", rn(rng, F, E, std=1.0 / np.sqrt(E)))

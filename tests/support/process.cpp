@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -60,8 +61,14 @@ Child::Child(const std::vector<std::string>& argv, const ProcessOptions& opt) : 
   std::vector<char*> cargv;
   for (auto& a : args) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  // This process's environment, with the entries opt.env names replaced (getenv takes the first).
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    if (std::none_of(opt.env.begin(), opt.env.end(), [&](const std::string& o) { return o.starts_with(name); }))
+      env_strings.push_back(entry);
+  }
   env_strings.insert(env_strings.end(), opt.env.begin(), opt.env.end());
   std::vector<char*> cenv;
   for (auto& e : env_strings) cenv.push_back(e.data());

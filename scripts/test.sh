@@ -11,8 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
+python=$(bash scripts/python-env.sh)
 configure() {  # configure DIR BUILD_TYPE SANITIZE
-  cmake -S . -B "$1" -DCMAKE_BUILD_TYPE="$2" -DTURBOSPARK_TESTS=ON -DTURBOSPARK_SANITIZE="$3" -DTURBOSPARK_FUZZ=OFF
+  cmake -S . -B "$1" -DCMAKE_BUILD_TYPE="$2" -DTURBOSPARK_TESTS=ON -DTURBOSPARK_SANITIZE="$3" -DTURBOSPARK_FUZZ=OFF \
+    -DTURBOSPARK_PYTHON="$python"
 }
 configure build Release OFF
 cmake --build build -j"$jobs"

@@ -34,7 +34,9 @@ void run(const RunOptions& o) {
   } else {
     prompt = tok.encode(o.prompt, true, o.special);
   }
-  Generator gen(*m.model, *m.backend, o.gen.model.ctx, o.gen.model.batch);
+  Generator gen(*m.model, *m.backend, o.gen.model.ctx, m.forward_options(o.gen));
+  ResidualCapture capture;
+  if (!o.gen.steer.capture_path.empty()) gen.capture_next(&capture);
   Sampler sampler = make_sampler(m, o.gen);
   ReplyPrinter out(tok, harmony, o.gen.show_reasoning);
   const GenerationStats st = gen.generate(
@@ -45,6 +47,7 @@ void run(const RunOptions& o) {
   // not appear at all when the text could not be written.
   write_stdout("\n");
   std::fprintf(stderr, "%s\n", st.summary().c_str());
+  if (!o.gen.steer.capture_path.empty()) capture.write(o.gen.steer.capture_path);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ void add_generation_options(CLI::App* sub, GenerationOptions& o) {
   sub->add_option("--system", o.system, "system prompt");
   sub->add_option("--reasoning-effort", o.reasoning_effort, "Harmony (gpt-oss) reasoning effort")->check(CLI::IsMember({"low", "medium", "high"}));
   sub->add_flag("--show-reasoning", o.show_reasoning, "Harmony: print the analysis channel to stderr");
+  add_steering_options(sub, o.steer, false);
 }
 
 LoadedModel load_for_generation(const GenerationOptions& o) {
@@ -44,12 +45,20 @@ LoadedModel load_for_generation(const GenerationOptions& o) {
     std::fprintf(stderr, "note: the model outputs %lld logits but the tokenizer has %lld tokens; ids %lld..%lld are never sampled\n",
                  static_cast<long long>(n_out), static_cast<long long>(n_tok), static_cast<long long>(n_tok),
                  static_cast<long long>(n_out - 1));
+  m.steering = o.steer.load(*m.backend, m.model->hp().n_layer, m.model->hp().n_embd);
   check_run_memory(estimate_run_memory(*m.model, o.model.ctx, o.model.batch, 1));
   return m;
 }
 
 Sampler make_sampler(const LoadedModel& m, const GenerationOptions& o) {
   return Sampler(sampler_config(o), m.tokenizer->n_vocab());
+}
+
+ForwardOptions LoadedModel::forward_options(const GenerationOptions& o) const {
+  ForwardOptions f;
+  f.max_batch = o.model.batch;
+  f.steering = steering.get();
+  return f;
 }
 
 SamplerConfig sampler_config(const GenerationOptions& o) {

@@ -154,8 +154,8 @@ void OutputFile::commit() {
   committed_ = true;
 }
 
-void write_output_file(const std::string& path, const void* data, size_t n) {
-  OutputFile f(path);
+void write_output_file(const std::string& path, const void* data, size_t n, const OutputOptions& opt) {
+  OutputFile f(path, opt);
   f.write(data, n);
   f.commit();
 }

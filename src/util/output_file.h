@@ -54,7 +54,7 @@ class OutputFile {
 void check_output_path(const std::string& path, const OutputOptions& opt = {});
 
 // The whole of `data` to `path` by the rules above.
-void write_output_file(const std::string& path, const void* data, size_t n);
+void write_output_file(const std::string& path, const void* data, size_t n, const OutputOptions& opt = {});
 
 // Text to standard output through stdio (which `run`, `chat` and `inspect` use), flushed; a failed
 // write throws. flush_stdout() is what main calls last, so that output buffered by stdio (or by

@@ -81,7 +81,10 @@ Child::Child(const std::vector<std::string>& argv, const ProcessOptions& opt) : 
     posix_spawn_file_actions_adddup2(&fa, opt.stdout_fd, 1);
   else
     posix_spawn_file_actions_addopen(&fa, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (opt.stderr_to_stdout)
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  else
+    posix_spawn_file_actions_addopen(&fa, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // The child starts with default signal dispositions whatever the test runner ignores.
@@ -134,7 +137,7 @@ ProcessResult Child::wait() {
   r.code = r.exited ? WEXITSTATUS(status) : -1;
   r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   if (opt_.stdout_path.empty() && opt_.stdout_fd < 0) r.out = slurp(out_path_);
-  if (opt_.stderr_path.empty()) r.err = slurp(err_path_);
+  if (opt_.stderr_path.empty() && !opt_.stderr_to_stdout) r.err = slurp(err_path_);
   return r;
 }
 

@@ -15,6 +15,7 @@ struct ProcessOptions {
   std::string stdin_path = "/dev/null";
   std::string stdout_path, stderr_path;  // empty: captured to temporary files and returned as text
   int stdout_fd = -1;                    // >= 0: the child's stdout is a copy of this descriptor
+  bool stderr_to_stdout = false;         // 2>&1: both streams in `out`, in the order written
   std::vector<std::string> env;          // extra NAME=VALUE entries, on top of this process's
   double timeout_s = 300;                // then SIGKILL; the result has timed_out set
   uint64_t address_space_limit = 0;      // > 0: RLIMIT_AS of the child (`ulimit -v`), in bytes

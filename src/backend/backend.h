@@ -54,8 +54,8 @@ struct AttentionParams {
   float scale = 1.0f;                 // applied to q·k
   int64_t window = 0;                 // > 0: a query at position p sees keys (p - window, p]
   const float* sinks = nullptr;       // per q-head logit added to the softmax denominator only
-  // When set, q and k arrive unrotated and attention rotates them first (the same as calling rope
-  // on each): a GPU backend then rotates, stores and attends in one pass.
+  // When set, q and k arrive unrotated and attention rotates them first (RoPE from each row's
+  // position): a GPU backend then rotates, stores and attends in one pass.
   const RopeParams* rope = nullptr;
 };
 
@@ -216,10 +216,9 @@ class Backend {
   virtual void add_bias(Act y, const float* b) = 0;
   virtual void add(Act dst, Act src) = 0;                                              // dst += src
   virtual void scale(Act x, float s) = 0;                                              // x *= s
-  // Rotates each row's heads by the row's position in the step.
-  virtual void rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p) = 0;
-  // Writes each row's k and v into its sequence's cache (layer `layer`) at the row's position, then
-  // attends each row's q over its own sequence's cache up to that position.
+  // Rotates each row's q and k by the row's position (when p.rope is set), writes each row's k and v
+  // into its sequence's cache (layer `layer`) at that position, then attends each row's q over its
+  // own sequence's cache up to that position. q and k may be modified.
   virtual void attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) = 0;
   virtual void glu(Activation a, Act gate, Act up, Act out) = 0;
   // Routed experts: the tokens sent to one expert are gathered, computed together, and their outputs

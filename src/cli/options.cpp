@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "runtime/default_model.h"
+#include "runtime/model_cache.h"
 
 namespace ts::cli {
 

@@ -19,8 +19,8 @@ class ExpertStore {
   virtual ~ExpertStore() = default;
   virtual ExpertView get(int64_t layer, int64_t expert) = 0;
   // Whether every expert stays at the address get() gives for the store's lifetime (then a backend
-  // may run the whole layer itself: Backend::routed_experts).
-  virtual bool resident() const = 0;
+  // may run the whole layer itself: Backend::routed_experts). Stores that move experts say no.
+  virtual bool resident() const { return false; }
 };
 
 // All experts in place in the mapped GGUF: expert e of a [n_expert][rows][cols] tensor is the

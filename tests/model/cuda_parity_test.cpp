@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 #include <tuple>
 
 #include "cuda/require_cuda.h"
@@ -29,13 +30,16 @@ TEST_P(CudaParity, WithinThePassRuleOfTheReference) {
   const auto& [f, path] = GetParam();
   test::ScratchDir dir;
   const std::vector<float> ref = test::read_floats(f.ref());
-  const test::Distance llama = test::distance(ref, test::read_floats(f.llamacpp()));
+  // A fixture without llama.cpp's figures is judged as if llama.cpp were exact: the rule's floors
+  // (kl <= 1e-5, top-1 >= 0.95; rel <= 1e-3 for F32/F16 weights).
+  const test::Distance llama = f.has_llamacpp() ? test::distance(ref, test::read_floats(f.llamacpp())) : test::Distance{0, 1, 0, 0};
   const std::vector<float> first = test::cli_logits(f, flags(path), dir);
   const test::Distance ours = test::distance(ref, first);
   const bool ok = test::passes(f, ours, llama);
-  std::printf("%s cuda %-20s %-10s %s | llama.cpp %s\n", ok ? "ok  " : "FAIL", f.name.c_str(),
-              path == Path::Prefill ? "prefill" : "sequential", test::describe(ours).c_str(), test::describe(llama).c_str());
-  EXPECT_TRUE(ok) << f.name << ": " << test::describe(ours) << " vs llama.cpp " << test::describe(llama);
+  const std::string vs = f.has_llamacpp() ? " | llama.cpp " + test::describe(llama) : " | (no llama.cpp figures: the rule's floors)";
+  std::printf("%s cuda %-20s %-10s %s%s\n", ok ? "ok  " : "FAIL", f.name.c_str(), path == Path::Prefill ? "prefill" : "sequential",
+              test::describe(ours).c_str(), vs.c_str());
+  EXPECT_TRUE(ok) << f.name << ": " << test::describe(ours) << vs;
   // No atomics in any reduction whose order can vary: a second run gives the same bytes.
   EXPECT_TRUE(test::same_bytes(first, test::cli_logits(f, flags(path), dir))) << "two CUDA runs differ";
 }

@@ -54,6 +54,8 @@ bool passes(const Fixture& f, const Distance& ours, const Distance& llamacpp) {
   return ours.mean_kl <= std::max(1.5 * llamacpp.mean_kl, 1e-5) && ours.top1 >= llamacpp.top1 - 0.05;
 }
 
+bool passes_exact(const Distance& ours) { return ours.rel_l2 <= kExactRelL2 && ours.mean_kl <= kExactMeanKl; }
+
 bool passes_median_kl_rule(const Distance& ours, const Distance& llamacpp) {
   return ours.median_kl <= std::max(1.5 * llamacpp.median_kl, 1e-5);
 }
@@ -63,7 +65,7 @@ std::vector<float> cli_logits(const Fixture& f, const std::vector<std::string>& 
   const std::string out = dir.file(fmt::format("logits{}.f32", n_calls++));
   std::vector<std::string> args{"logits", "-m", f.gguf(), "--tokens", f.tokens(), "-o", out};
   args.insert(args.end(), flags.begin(), flags.end());
-  const CliRun r = run_cli(args, dir);
+  const CliRun r = run_cli(args);
   if (!r.exited || r.code != 0)
     throw std::runtime_error(fmt::format("turbospark logits {} failed ({}): {}", fmt::join(flags, " "),
                                          r.exited ? "exit " + std::to_string(r.code) : "killed by a signal", r.err));

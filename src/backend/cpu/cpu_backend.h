@@ -46,7 +46,6 @@ class CpuBackend final : public Backend {
   void add_bias(Act y, const float* b) override;
   void add(Act dst, Act src) override;
   void scale(Act x, float s) override;
-  void rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p) override;
   void attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) override;
   void glu(Activation a, Act gate, Act up, Act out) override;
   void gather_rows(Act src, const int32_t* rows, int64_t n, Act dst) override;
@@ -57,6 +56,9 @@ class CpuBackend final : public Backend {
   void to_host(Act a, float* dst) override;
 
  private:
+  // Rotates each row's heads by the row's position in the step (attention's first stage).
+  void rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p);
+
   ThreadPool pool_;
   bool quantize_activations_;
   std::deque<std::vector<float>> vectors_;   // uploaded f32 vectors (stable addresses)

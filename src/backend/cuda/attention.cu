@@ -48,19 +48,20 @@ __device__ __forceinline__ __half* cache_at(const DevSeq& s, int64_t layer, int 
   return s.kv + (((layer * 2 + kv) * n_kv + h) * s.n_ctx) * hd;
 }
 
-// One block per row: rotate q and k in place (pairs j of every head, angle from the row's position
-// in double like CpuBackend's table), then store k and v as halves at the row's position.
+// One block per row: rotate q and k in place (pairs j of every head; the angle of pair j from the
+// row's position in double like CpuBackend's table, computed once per row into shared memory), then
+// store k and v as halves at the row's position.
+constexpr int kMaxRotPairs = 256;  // n_rot <= 512 (checked on the host)
 __global__ void rope_store_kernel(float* q, float* k, const float* v, int64_t layer, int64_t n_head, int64_t n_kv,
                                   int64_t hd, RopeDev r, StepDev st) {
+  __shared__ float cs[2][kMaxRotPairs];
   const int64_t i = blockIdx.x;
   const int64_t pos = st.pos[i];
   float* qi = q + i * n_head * hd;
   float* ki = k + i * n_kv * hd;
   if (r.on) {
     const int half = r.n_rot / 2;
-    for (int idx = threadIdx.x; idx < half * (n_head + n_kv); idx += blockDim.x) {
-      const int j = idx % half;
-      const int64_t h = idx / half;
+    for (int j = threadIdx.x; j < half; j += blockDim.x) {
       const double d = static_cast<double>(r.n_rot);
       double theta = static_cast<double>(pos) / r.linear * pow(r.base, -2.0 * j / d);
       if (r.freq_factors) theta /= r.freq_factors[j];
@@ -68,7 +69,14 @@ __global__ void rope_store_kernel(float* q, float* k, const float* v, int64_t la
         const double ramp = 1.0 - fmin(fmax((j - r.lo) / fmax(0.001, r.hi - r.lo), 0.0), 1.0);
         theta = theta / r.yarn_factor * (1 - ramp) + theta * ramp;
       }
-      const float c = static_cast<float>(cos(theta) * r.mscale), s = static_cast<float>(sin(theta) * r.mscale);
+      cs[0][j] = static_cast<float>(cos(theta) * r.mscale);
+      cs[1][j] = static_cast<float>(sin(theta) * r.mscale);
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < half * (n_head + n_kv); idx += blockDim.x) {
+      const int j = idx % half;
+      const int64_t h = idx / half;
+      const float c = cs[0][j], s = cs[1][j];
       float* x = h < n_head ? qi + h * hd : ki + (h - n_head) * hd;
       float& a = r.neox ? x[j] : x[2 * j];
       float& b = r.neox ? x[j + half] : x[2 * j + 1];
@@ -336,9 +344,11 @@ AttnDev attn_dev(const AttentionParams& p) { return AttnDev{p.n_head, p.n_head_k
 
 }  // namespace
 
-void rope_store(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const RopeParams* rope,
-                const StepDev& st, cudaStream_t s) {
-  rope_store_kernel<<<st.n_rows, 256, 0, s>>>(q, k, v, layer, p.n_head, p.n_head_kv, p.head_dim, rope_dev(rope), st);
+void rope_store(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const StepDev& st, cudaStream_t s) {
+  if (p.rope && p.rope->n_rot > 2 * kMaxRotPairs)
+    fail_text("the CUDA backend rotates at most " + std::to_string(2 * kMaxRotPairs) + " dimensions per head; this model rotates " +
+              std::to_string(p.rope->n_rot));
+  rope_store_kernel<<<st.n_rows, 256, 0, s>>>(q, k, v, layer, p.n_head, p.n_head_kv, p.head_dim, rope_dev(p.rope), st);
   check_launch("rope_store");
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "backend/cuda/blas.h"
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/weight_layout.h"
@@ -73,8 +74,8 @@ class CudaBackend final : public Backend {
     TS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     TS_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     TS_CUDA(cudaEventCreateWithFlags(&step_uploaded_, cudaEventDisableTiming));
-    if (cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised");
-    if (cublasSetStream(blas_, stream_) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be bound to the stream");
+    if (gpu::blas().create(&blas_) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised");
+    if (gpu::blas().set_stream(blas_, stream_) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be bound to the stream");
   }
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);
@@ -85,7 +86,7 @@ class CudaBackend final : public Backend {
     for (auto& [h, e] : events_) cudaEventDestroy(e);
     for (auto& [l, t] : tables_) cudaFree(t.dev);
     cudaFree(step_dev_buf_);
-    cublasDestroy(blas_);
+    gpu::blas().destroy(blas_);
     cudaEventDestroy(step_uploaded_);
     cudaStreamDestroy(copy_stream_);
     cudaStreamDestroy(stream_);
@@ -326,14 +327,8 @@ class CudaBackend final : public Backend {
   void add_bias(Act y, const float* b) override { gpu::add_bias(y.data, b, y.n, y.dim, stream_); }
   void add(Act dst, Act src) override { gpu::add(dst.data, src.data, dst.n * dst.dim, stream_); }
   void scale(Act x, float s) override { gpu::scale(x.data, s, x.n * x.dim, stream_); }
-  void rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p) override {
-    AttentionParams a;
-    a.n_head = n_head;
-    a.head_dim = head_dim;
-    gpu::rope_store(x.data, nullptr, nullptr, 0, a, &p, step_, stream_);
-  }
   void attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) override {
-    gpu::rope_store(q.data, k.data, v.data, layer, p, p.rope, step_, stream_);
+    gpu::rope_store(q.data, k.data, v.data, layer, p, step_, stream_);
     float* scratch = attn_scratch_.get<float>(gpu::attention_scratch_floats(p, step_));
     gpu::attention(q.data, layer, p, step_, scratch, out.data, stream_);
   }
@@ -384,16 +379,19 @@ class CudaBackend final : public Backend {
     return d;
   }
 
-  // y = x W^T for outputs sharing the input: exact matvecs for few rows (and F32 weights), else
-  // the input converted to halves once and each weight decoded to halves for cuBLAS.
+  // y = x W^T for outputs sharing the input: exact matvecs for few rows; else cuBLAS, with f32
+  // weights as they are, other weights decoded to halves and the input converted to halves once.
   void products(Act x, const std::vector<gpu::MatOut>& outs) {
     const GgmlType t = outs[0].w.type;
-    if (x.n <= gpu::kMatvecMaxRows || !gpu::gemm_supports(t)) {
-      for (int64_t r0 = 0; r0 < x.n; r0 += gpu::kMatvecMaxRows) {
-        const int64_t n = std::min(gpu::kMatvecMaxRows, x.n - r0);
-        std::vector<gpu::MatOut> part = outs;
-        for (gpu::MatOut& o : part) o.y += r0 * o.ldy;
-        gpu::matvec(x.row(r0), x.dim, n, part.data(), static_cast<int>(part.size()), stream_);
+    if (x.n <= gpu::kMatvecMaxRows) {
+      gpu::matvec(x.data, x.dim, x.n, outs.data(), static_cast<int>(outs.size()), stream_);
+      return;
+    }
+    if (!gpu::gemm_in_halves(t)) {
+      for (const gpu::MatOut& o : outs) {
+        gpu::gemm_f32(blas_, reinterpret_cast<const float*>(o.w.data), o.w.stride / static_cast<int64_t>(sizeof(float)), o.w.rows,
+                      x.data, x.dim, x.n, x.dim, o.y, o.ldy, o.accumulate ? 1.0f : 0.0f);
+        if (o.bias) gpu::add_bias(o.y, o.bias, x.n, o.ldy, stream_);
       }
       return;
     }
@@ -437,7 +435,7 @@ class CudaBackend final : public Backend {
   // Scratch.
   PinnedScratch staging_;
   Scratch native_, attn_scratch_, half_a_, half_a_lo_, half_w_, index_dev_, weights_dev_;
-  Scratch moe_logits_, moe_experts_, moe_weights_, moe_route_, moe_act_, moe_slots_;
+  Scratch moe_logits_, moe_experts_, moe_weights_, moe_act_, moe_slots_;
   Scratch moe_sorted_, moe_ha_, moe_h_, moe_hact_, moe_down_, moe_gu_w_, moe_down_w_;
   PinnedScratch moe_host_experts_, moe_host_sorted_;
   std::map<int64_t, Table> tables_;
@@ -486,9 +484,9 @@ bool CudaBackend::routed_experts(const RoutedExperts& op, Act x, Act out) {
   float* weights = moe_weights_.get<float>(P);
   const MatmulOut r{op.router, Act{logits, n, m.n_expert}};
   matmul_shared(x, std::span(&r, 1));
-  gpu::route(logits, op.router_bias, n, m.n_expert, k, op.contract, experts, weights, moe_route_.get<float>(n * m.n_expert), stream_);
+  gpu::route(logits, op.router_bias, n, m.n_expert, k, op.contract, experts, weights, stream_);
 
-  if (n <= gpu::kMatvecMaxRows || !gpu::gemm_supports(m.gate_type) || !gpu::gemm_supports(m.down_type)) {
+  if (n <= gpu::kMatvecMaxRows || !gpu::gemm_in_halves(m.gate_type) || !gpu::gemm_in_halves(m.down_type)) {
     float* act = moe_act_.get<float>(P * m.n_ff);
     float* slots = moe_slots_.get<float>(P * m.n_embd);
     gpu::moe_gate_up_mv(x.data, n, experts, m, act, stream_);

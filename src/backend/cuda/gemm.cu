@@ -1,8 +1,7 @@
 // Many-row products: the weights are decoded to halves (a pass over them, memory-bound) and
-// multiplied by cuBLAS on the tensor cores with f32 accumulation. F32 weights go through cuBLAS's
-// f32 path as they are (no TF32).
-#include <cublas_v2.h>
-
+// multiplied by cuBLAS on the tensor cores with f32 accumulation. F32 weights (routers, f32 models)
+// go through cuBLAS's plain f32 GEMM as they are: the handle keeps the default math mode, no TF32.
+#include "backend/cuda/blas.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/weight_layout.h"
@@ -11,7 +10,7 @@ namespace ts::gpu {
 namespace {
 
 void check_blas(cublasStatus_t st, const char* what) {
-  if (st != CUBLAS_STATUS_SUCCESS) fail_text(std::string("cuBLAS error in ") + what + ": " + cublasGetStatusString(st));
+  if (st != CUBLAS_STATUS_SUCCESS) fail_text(std::string("cuBLAS error in ") + what + ": " + blas().status_string(st));
 }
 
 // One thread per 32-value group: decode (weight_layout.h, the definition) and store 32 halves.
@@ -54,7 +53,7 @@ __global__ void dequant_experts_kernel(MoeDev m, const int32_t* used, __half* ga
 
 }  // namespace
 
-bool gemm_supports(GgmlType t) { return t != GgmlType::F32; }
+bool gemm_in_halves(GgmlType t) { return t != GgmlType::F32; }
 
 void dequant_half(const DMat& w, __half* out, cudaStream_t s) {
   const int64_t total = w.rows * (w.cols / 32);
@@ -72,7 +71,7 @@ void dequant_experts(const MoeDev& m, const int32_t* used, int64_t n_used, __hal
 void gemm_half(cublasHandle_t h, const __half* w, int64_t n, const __half* x, int64_t ldx, int64_t m, int64_t k, float* y,
                int64_t ldy, float beta) {
   const float alpha = 1.0f;
-  check_blas(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, w,
+  check_blas(blas().gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, w,
                           CUDA_R_16F, static_cast<int>(k), x, CUDA_R_16F, static_cast<int>(ldx), &beta, y, CUDA_R_32F,
                           static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
              "cublasGemmEx");
@@ -81,7 +80,7 @@ void gemm_half(cublasHandle_t h, const __half* w, int64_t n, const __half* x, in
 void gemm_f32(cublasHandle_t h, const float* w, int64_t ldw, int64_t n, const float* x, int64_t ldx, int64_t m, int64_t k,
               float* y, int64_t ldy, float beta) {
   const float alpha = 1.0f;
-  check_blas(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, w,
+  check_blas(blas().sgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, w,
                          static_cast<int>(ldw), x, static_cast<int>(ldx), &beta, y, static_cast<int>(ldy)),
              "cublasSgemm");
 }

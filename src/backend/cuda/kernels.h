@@ -57,10 +57,9 @@ void steer(float* x, int64_t n, int64_t dim, const SteerParams& p, cudaStream_t 
 // x - half(x) as a second half matrix (hi + lo carries ~22 bits).
 void to_half(const float* x, int64_t ldx, const int32_t* rows, int64_t n, int64_t cols, __half* hi, __half* lo, cudaStream_t s);
 
-// Attention (attention.cu). rope_store rotates q and k in place (when `rope`), then writes k and v
+// Attention (attention.cu). rope_store rotates q and k in place (when `p.rope`), then writes k and v
 // as halves into each row's cache at its position.
-void rope_store(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const RopeParams* rope,
-                const StepDev& st, cudaStream_t s);
+void rope_store(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const StepDev& st, cudaStream_t s);
 // Scratch for split-KV decoding: [n_rows][n_head][splits] partials of (head_dim + 2) floats.
 int64_t attention_scratch_floats(const AttentionParams& p, const StepDev& st);
 void attention(const float* q, int64_t layer, const AttentionParams& p, const StepDev& st, float* scratch, float* out,
@@ -68,7 +67,7 @@ void attention(const float* q, int64_t layer, const AttentionParams& p, const St
 
 // Products with weights. matvec.cu: few rows, exact f32 activations, every output of one call
 // sharing the input and the weight type and width. gemm.cu: many rows, weights decoded to halves
-// and multiplied by cuBLAS (F32 weights through cuBLAS's f32 path).
+// and multiplied by cuBLAS (F32 weights as they are, through cuBLAS's f32 GEMM).
 struct MatOut {
   DMat w;
   float* y = nullptr;
@@ -79,11 +78,13 @@ struct MatOut {
 inline constexpr int kMaxOuts = 3;
 inline constexpr int64_t kMatvecMaxRows = 4;  // larger batches go to cuBLAS
 void matvec(const float* x, int64_t ldx, int64_t n, const MatOut* outs, int n_outs, cudaStream_t s);
-bool gemm_supports(GgmlType t);
+// Whether many-row products decode weights of type t to halves (all but F32, multiplied as f32).
+bool gemm_in_halves(GgmlType t);
 void dequant_half(const DMat& w, __half* out, cudaStream_t s);  // [rows][cols] halves
 // y[m][n] = x[m][k] w[n][k]^T + beta y (row-major); cuBLAS runs on the handle's stream.
 void gemm_half(cublasHandle_t h, const __half* w, int64_t n, const __half* x, int64_t ldx, int64_t m, int64_t k, float* y,
                int64_t ldy, float beta);
+// The same with f32 weights (row stride ldw floats) and f32 input.
 void gemm_f32(cublasHandle_t h, const float* w, int64_t ldw, int64_t n, const float* x, int64_t ldx, int64_t m, int64_t k,
               float* y, int64_t ldy, float beta);
 
@@ -99,10 +100,10 @@ struct MoeDev {
   int64_t n_embd = 0, n_ff = 0, n_expert = 0, k = 0;
   Activation act = Activation::SwiGLU;
 };
-// experts/weights: [n][k], best rank first, under the family's contract (moe/router.cpp).
-// scratch: n * n_expert floats.
+// experts/weights: [n][k], best rank first, under the family's contract (moe/router.cpp); at most
+// 256 experts and 8 chosen (a clear error otherwise).
 void route(const float* logits, const float* bias, int64_t n, int64_t n_expert, int64_t k, RouterContract c,
-           int32_t* experts, float* weights, float* scratch, cudaStream_t s);
+           int32_t* experts, float* weights, cudaStream_t s);
 // Few tokens: each (token, rank) pair reads its expert's rows (matvec.cu): act [n*k][n_ff] f32,
 // then slots [n*k][n_embd] (with the down bias), which combine_ranked sums.
 void moe_gate_up_mv(const float* x, int64_t n, const int32_t* experts, const MoeDev& m, float* act, cudaStream_t s);

@@ -1,50 +1,102 @@
 // Routed experts on the device: the router contracts (moe/router.cpp, the definition) with one
-// thread per token, and the per-row steps of the many-token path around the expert GEMMs.
+// warp per token, and the per-row steps of the many-token path around the expert GEMMs.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace ts::gpu {
 namespace {
 
-// Index of the largest of v[0..n) not yet in sel[0..r), ties to the lower index (moe/router.cpp).
-__device__ int best_remaining(const float* v, int n, const int32_t* sel, int r) {
-  int best = -1;
-  for (int e = 0; e < n; ++e) {
-    bool taken = false;
-    for (int j = 0; j < r; ++j) taken = taken || sel[j] == e;
-    if (!taken && (best < 0 || v[e] > v[best])) best = e;
+// Lane l holds experts l, l + 32, ... (at most kPerLane of them: n_expert <= 32 kPerLane).
+constexpr int kPerLane = 8;
+
+// The warp's best expert not yet taken: the largest value, ties to the lower index (moe/router.cpp).
+// A lane offers its own best; the butterfly keeps the better of each pair, so every lane ends with
+// the same (value, index) whatever the order of the exchanges.
+__device__ void warp_best(const float (&v)[kPerLane], const bool (&taken)[kPerLane], int n_expert, float& best_v, int& best_e) {
+  const int lane = threadIdx.x % 32;
+  best_v = 0.0f;
+  best_e = -1;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int e = lane + 32 * j;
+    if (e < n_expert && !taken[j] && (best_e < 0 || v[j] > best_v)) {
+      best_v = v[j];
+      best_e = e;
+    }
   }
-  return best;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, best_v, o);
+    const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
+    if (oe >= 0 && (best_e < 0 || ov > best_v || (ov == best_v && oe < best_e))) {
+      best_v = ov;
+      best_e = oe;
+    }
+  }
 }
 
+// One warp per token. The probabilities' normaliser is a double sum in a fixed butterfly order; the
+// k selected weights are computed by lane 0 in double as moe/router.cpp does.
 __global__ void route_kernel(const float* logits, const float* bias, int n, int n_expert, int k, RouterContract c,
-                             int32_t* experts, float* weights, float* scratch) {
-  const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= n) return;
-  float* z = scratch + static_cast<int64_t>(t) * n_expert;
+                             int32_t* experts, float* weights) {
+  const int t = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  if (t >= n) return;  // whole warps leave together
   const float* l = logits + static_cast<int64_t>(t) * n_expert;
-  for (int e = 0; e < n_expert; ++e) z[e] = l[e] + (bias ? bias[e] : 0.0f);
+  float z[kPerLane];
+  bool taken[kPerLane];
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int e = lane + 32 * j;
+    z[j] = e < n_expert ? l[e] + (bias ? bias[e] : 0.0f) : 0.0f;
+    taken[j] = false;
+  }
+  if (c == RouterContract::SoftmaxTopKRenorm) {
+    // Probabilities over all experts rank them; the selected ones are renormalised to sum to 1.
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j)
+      if (lane + 32 * j < n_expert) mx = fmaxf(mx, z[j]);
+    mx = warp_max(mx);
+    double total = 0;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j)
+      if (lane + 32 * j < n_expert) total += exp(static_cast<double>(z[j] - mx));
+    total = warp_sum(total);
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) z[j] = static_cast<float>(exp(static_cast<double>(z[j] - mx)) / total);
+  }
   int32_t* sel = experts + static_cast<int64_t>(t) * k;
   float* w = weights + static_cast<int64_t>(t) * k;
+  float chosen[kPerLane];  // lane 0: the selected values, best first (k <= kPerLane)
+  for (int r = 0; r < k; ++r) {
+    float bv;
+    int be;
+    warp_best(z, taken, n_expert, bv, be);
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) taken[j] = taken[j] || lane + 32 * j == be;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j)
+      if (j == r) chosen[j] = bv;
+    if (lane == 0) sel[r] = be;
+  }
+  if (lane != 0) return;
+  double sum = 0;
   if (c == RouterContract::BiasedTopKSoftmax) {
     // Ranked on the biased logits; the softmax covers only the selected ones.
-    for (int r = 0; r < k; ++r) sel[r] = best_remaining(z, n_expert, sel, r);
-    const float top = z[sel[0]];
-    double sum = 0;
-    for (int r = 0; r < k; ++r) sum += exp(static_cast<double>(z[sel[r]] - top));
-    for (int r = 0; r < k; ++r) w[r] = static_cast<float>(exp(static_cast<double>(z[sel[r]] - top)) / sum);
+#pragma unroll
+    for (int r = 0; r < kPerLane; ++r)
+      if (r < k) sum += exp(static_cast<double>(chosen[r] - chosen[0]));
+#pragma unroll
+    for (int r = 0; r < kPerLane; ++r)
+      if (r < k) w[r] = static_cast<float>(exp(static_cast<double>(chosen[r] - chosen[0])) / sum);
     return;
   }
-  // Probabilities over all experts rank them; the selected ones are renormalised to sum to 1.
-  float mx = z[0];
-  for (int e = 1; e < n_expert; ++e) mx = fmaxf(mx, z[e]);
-  double total = 0;
-  for (int e = 0; e < n_expert; ++e) total += exp(static_cast<double>(z[e] - mx));
-  for (int e = 0; e < n_expert; ++e) z[e] = static_cast<float>(exp(static_cast<double>(z[e] - mx)) / total);
-  for (int r = 0; r < k; ++r) sel[r] = best_remaining(z, n_expert, sel, r);
-  double sum = 0;
-  for (int r = 0; r < k; ++r) sum += z[sel[r]];
-  for (int r = 0; r < k; ++r) w[r] = static_cast<float>(z[sel[r]] / sum);
+#pragma unroll
+  for (int r = 0; r < kPerLane; ++r)
+    if (r < k) sum += chosen[r];
+#pragma unroll
+  for (int r = 0; r < kPerLane; ++r)
+    if (r < k) w[r] = static_cast<float>(chosen[r] / sum);
 }
 
 // act[i] = glu(gate + bias, up + bias) of sorted pair i, from the expert GEMM's [gate | up] rows.
@@ -77,9 +129,12 @@ __global__ void sorted_combine_kernel(const float* down, const int32_t* sorted_o
 }  // namespace
 
 void route(const float* logits, const float* bias, int64_t n, int64_t n_expert, int64_t k, RouterContract c,
-           int32_t* experts, float* weights, float* scratch, cudaStream_t s) {
-  route_kernel<<<ceil_div(n, 64), 64, 0, s>>>(logits, bias, static_cast<int>(n), static_cast<int>(n_expert),
-                                               static_cast<int>(k), c, experts, weights, scratch);
+           int32_t* experts, float* weights, cudaStream_t s) {
+  if (n_expert > 32 * kPerLane || k > kPerLane || k > n_expert)
+    fail_text("the CUDA router handles at most " + std::to_string(32 * kPerLane) + " experts and " + std::to_string(kPerLane) +
+              " chosen per token; this model has " + std::to_string(n_expert) + " and " + std::to_string(k));
+  route_kernel<<<ceil_div(n, 4), 128, 0, s>>>(logits, bias, static_cast<int>(n), static_cast<int>(n_expert), static_cast<int>(k),
+                                              c, experts, weights);
   check_launch("route");
 }
 

@@ -6,6 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTURBOSPARK_TESTS=OFF -DTURBOSPARK_SANITIZE=OFF -DTURBOSPARK_FUZZ=OFF
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTURBOSPARK_TESTS=OFF -DTURBOSPARK_SANITIZE=OFF -DTURBOSPARK_FUZZ=OFF -DTURBOSPARK_CUDA=AUTO
 cmake --build build -j"$(nproc)" --target turbospark
 ./build/turbospark run --chat --temp 0 -n 96 -p "${1:-What is the capital of France, and what is it famous for?}"

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds="${TURBOSPARK_FUZZ_SECONDS:-60}"
 out=build-fuzz
 cmake -S . -B "$out" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTURBOSPARK_TESTS=OFF -DTURBOSPARK_SANITIZE=OFF -DTURBOSPARK_FUZZ=ON
+  -DTURBOSPARK_TESTS=OFF -DTURBOSPARK_SANITIZE=OFF -DTURBOSPARK_FUZZ=ON -DTURBOSPARK_CUDA=OFF
 cmake --build "$out" -j"$(nproc)" --target fuzz_targets
 
 # Seeds, made from tests/data: small models and vocabularies as they are, rank files and token

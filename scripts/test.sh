@@ -13,7 +13,7 @@ bash scripts/install-deps.sh
 jobs=$(nproc)
 python=$(bash scripts/python-env.sh)
 configure() {  # configure DIR BUILD_TYPE SANITIZE
-  cmake -S . -B "$1" -DCMAKE_BUILD_TYPE="$2" -DTURBOSPARK_TESTS=ON -DTURBOSPARK_SANITIZE="$3" -DTURBOSPARK_FUZZ=OFF \
+  cmake -S . -B "$1" -DCMAKE_BUILD_TYPE="$2" -DTURBOSPARK_TESTS=ON -DTURBOSPARK_SANITIZE="$3" -DTURBOSPARK_FUZZ=OFF -DTURBOSPARK_CUDA=AUTO \
     -DTURBOSPARK_PYTHON="$python"
 }
 configure build Release OFF

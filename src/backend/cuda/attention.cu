@@ -342,6 +342,18 @@ bool decode_shape(const StepDev& st) { return st.max_seq_rows == 1; }
 
 AttnDev attn_dev(const AttentionParams& p) { return AttnDev{p.n_head, p.n_head_kv, p.window, p.scale, p.sinks}; }
 
+// Calls launch.operator()<HD>() for the head sizes the kernels are compiled for.
+template <class L>
+void with_head_dim(int64_t hd, L& launch) {
+  switch (hd) {
+    case 32: launch.template operator()<32>(); break;
+    case 64: launch.template operator()<64>(); break;
+    case 128: launch.template operator()<128>(); break;
+    case 256: launch.template operator()<256>(); break;
+    default: fail_text("the CUDA backend supports head sizes 32, 64, 128 and 256, not " + std::to_string(hd));
+  }
+}
+
 }  // namespace
 
 void rope_store(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const StepDev& st, cudaStream_t s) {
@@ -370,13 +382,7 @@ void attention(const float* q, int64_t layer, const AttentionParams& p, const St
                   std::to_string(HD));
       attn_decode_kernel<HD><<<grid, kDecodeWarps * 32, 0, s>>>(q, layer, a, st, scratch, splits);
     };
-    switch (p.head_dim) {
-      case 32: launch.template operator()<32>(); break;
-      case 64: launch.template operator()<64>(); break;
-      case 128: launch.template operator()<128>(); break;
-      case 256: launch.template operator()<256>(); break;
-      default: fail_text("the CUDA backend supports head sizes 32, 64, 128 and 256, not " + std::to_string(p.head_dim));
-    }
+    with_head_dim(p.head_dim, launch);
     check_launch("attn_decode");
     attn_combine_kernel<<<dim3(st.n_rows, static_cast<unsigned>(p.n_head)), 64, 0, s>>>(scratch, splits, p.head_dim, a, out);
     check_launch("attn_combine");
@@ -388,13 +394,7 @@ void attention(const float* q, int64_t layer, const AttentionParams& p, const St
   const int rows_per_tile = static_cast<int>(kPrefillThreads / per_row);
   const dim3 grid(static_cast<unsigned>(ceil_div(st.max_seq_rows, rows_per_tile)), st.n_seqs, static_cast<unsigned>(p.n_head_kv));
   auto launch = [&]<int HD>() { attn_prefill_kernel<HD><<<grid, kPrefillThreads, 0, s>>>(q, layer, a, st, out, rows_per_tile); };
-  switch (p.head_dim) {
-    case 32: launch.template operator()<32>(); break;
-    case 64: launch.template operator()<64>(); break;
-    case 128: launch.template operator()<128>(); break;
-    case 256: launch.template operator()<256>(); break;
-    default: fail_text("the CUDA backend supports head sizes 32, 64, 128 and 256, not " + std::to_string(p.head_dim));
-  }
+  with_head_dim(p.head_dim, launch);
   check_launch("attn_prefill");
 }
 

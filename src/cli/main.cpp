@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "turbospark: error: out of memory\n");
     return 1;
+  } catch (const std::exception& e) {  // anything else (a system error, a library's exception)
+    std::fprintf(stderr, "turbospark: error: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

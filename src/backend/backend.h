@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "quant/types.h"
@@ -42,6 +44,12 @@ struct AttentionParams {
   float scale = 1.0f;                 // applied to q·k
   int64_t window = 0;                 // > 0: a query at position p sees keys (p - window, p]
   const float* sinks = nullptr;       // per q-head logit added to the softmax denominator only
+};
+
+// One product of a shared input: y = x W^T.
+struct MatmulOut {
+  const Mat* w = nullptr;
+  Act y;
 };
 
 enum class Activation {
@@ -93,6 +101,9 @@ class Backend {
   virtual void embed(const Mat& table, const int32_t* ids, int64_t n, Act out) = 0;
   virtual void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) = 0;  // per `group` elements
   virtual void matmul(const Mat& w, Act x, Act y) = 0;                                 // y = x W^T
+  // Several products of one input (q, k, v; gate, up): the input is prepared (quantized) once, and
+  // the rows of all the matrices are shared among the threads in one pass.
+  virtual void matmul_shared(Act x, std::span<const MatmulOut> outs) = 0;
   virtual void add_bias(Act y, const float* b) = 0;
   virtual void add(Act dst, Act src) = 0;                                              // dst += src
   virtual void scale(Act x, float s) = 0;                                              // x *= s
@@ -111,8 +122,16 @@ class Backend {
   virtual void to_host(Act a, float* dst) = 0;
 };
 
-// quantize_activations: multiply quantized weights with int8-quantized activations (llama.cpp's
-// way: fastest, adds a second rounding) instead of exact f32 activations (the default).
-std::unique_ptr<Backend> make_cpu_backend(int n_threads, bool quantize_activations = false);
+// How the CPU backend multiplies quantized weights with activations (docs/ARCHITECTURE.md, "Matmul
+// precision"). Every mode gives the same bytes for any thread count and batch size.
+enum class Precision {
+  Int16,  // default: activations rounded to int16 per block of 32 (1/65534 of the block maximum), exact
+          // integer dots: far closer to exact than llama.cpp, as fast as its int8 scheme
+  Exact,  // weights decoded to f32 times exact f32 activations: only the weights' own rounding is left
+  Int8,   // llama.cpp's scheme: activations rounded to int8 per block, integer dots
+};
+// "int16", "exact" or "int8"; anything else is a ts::Error.
+Precision parse_precision(const std::string& name);
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, Precision precision = Precision::Int16);
 
 }  // namespace ts

@@ -10,6 +10,7 @@ struct ModelOptions {
   int threads = 0;    // 0: all available cores
   int64_t ctx = 4096;
   int64_t batch = 256;
+  std::string precision = "int16";
 };
 
 void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required);

@@ -42,9 +42,8 @@ void Forward::attention_block(int64_t l, Act x, int64_t n, int64_t pos0) {
   const LayerWeights& w = m_.layer(l);
   Act h = h_.first(n), q = q_.first(n), k = k_.first(n), v = v_.first(n), att = att_.first(n), o = o_.first(n);
   be_.rms_norm(x, w.attn_norm, hp.norm_eps, hp.n_embd, h);
-  be_.matmul(w.q, h, q);
-  be_.matmul(w.k, h, k);
-  be_.matmul(w.v, h, v);
+  const MatmulOut qkv[] = {{&w.q, q}, {&w.k, k}, {&w.v, v}};
+  be_.matmul_shared(h, qkv);
   if (w.q_bias) {
     be_.add_bias(q, w.q_bias);
     be_.add_bias(k, w.k_bias);
@@ -80,8 +79,8 @@ void Forward::ffn_block(int64_t l, Act x, int64_t n) {
     moe_routing_[l] = moe_->last_routing();
   } else {
     Act g = gate_.first(n), u = up_.first(n), a = ffn_act_.first(n);
-    be_.matmul(w.ffn_gate, h, g);
-    be_.matmul(w.ffn_up, h, u);
+    const MatmulOut gate_up[] = {{&w.ffn_gate, g}, {&w.ffn_up, u}};
+    be_.matmul_shared(h, gate_up);
     be_.glu(m_.family().ffn_activation, g, u, a);
     be_.matmul(w.ffn_down, a, y);
   }

@@ -45,8 +45,8 @@ void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, con
     const ExpertView w = store.get(layer, e);
     Act xe = xe_.first(m), g = gate_.first(m), u = up_.first(m), a = act_.first(m), d = down_.first(m);
     be_.gather_rows(x, tokens_[e].data(), m, xe);
-    be_.matmul(w.gate, xe, g);
-    be_.matmul(w.up, xe, u);
+    const MatmulOut gate_up[] = {{&w.gate, g}, {&w.up, u}};
+    be_.matmul_shared(xe, gate_up);
     if (w.gate_bias) {
       be_.add_bias(g, w.gate_bias);
       be_.add_bias(u, w.up_bias);

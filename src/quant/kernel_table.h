@@ -23,6 +23,7 @@ inline constexpr size_t kMaxType = 40;  // ggml type ids are below this
 struct KernelTable {
   const char* name = nullptr;
   std::array<MatmulFn, kMaxType> matmul{};    // null: the type has no dot kernel
+  std::array<MatmulFn, kMaxType> matmul16{};  // int16 activations (kernels.h); null: none
   std::array<DequantFn, kMaxType> dequant{};  // null: use dequantize_ref
 };
 

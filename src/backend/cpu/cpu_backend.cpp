@@ -9,20 +9,17 @@
 #include "util/error.h"
 
 namespace ts {
-namespace {
+CpuBackend::CpuBackend(int n_threads, Precision precision) : pool_(n_threads), precision_(precision) {}
 
-// Rows per matmul task: large enough to amortise dispatch, small enough to balance two cores.
-constexpr int64_t kRowsPerTask = 32;
-// Rows decoded to f32 per task on the exact-activation path: the decoded block stays in L2.
-constexpr int64_t kDecodedRowsPerTask = 16;
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, Precision precision) {
+  return std::make_unique<CpuBackend>(n_threads, precision);
+}
 
-}  // namespace
-
-CpuBackend::CpuBackend(int n_threads, bool quantize_activations)
-    : pool_(n_threads), quantize_activations_(quantize_activations) {}
-
-std::unique_ptr<Backend> make_cpu_backend(int n_threads, bool quantize_activations) {
-  return std::make_unique<CpuBackend>(n_threads, quantize_activations);
+Precision parse_precision(const std::string& name) {
+  if (name == "int16") return Precision::Int16;
+  if (name == "exact") return Precision::Exact;
+  if (name == "int8") return Precision::Int8;
+  fail("unknown precision '{}' (expected int16, exact or int8)", name);
 }
 
 Act CpuBackend::alloc(int64_t n, int64_t dim) {
@@ -87,36 +84,6 @@ void CpuBackend::rms_norm(Act x, const float* w, float eps, int64_t group, Act o
       const float inv = static_cast<float>(1.0 / std::sqrt(ss / group + eps));
       for (int64_t j = 0; j < group; ++j) dst[g * group + j] = s[j] * inv * w[j];
     }
-  });
-}
-
-void CpuBackend::matmul(const Mat& w, Act x, Act y) {
-  const bool float_weights = w.type == GgmlType::F32 || w.type == GgmlType::F16 || w.type == GgmlType::BF16;
-  if (!float_weights && !quantize_activations_) {
-    // Exact activations: decode each weight row to f32 once per call and multiply it with the f32
-    // activations of every token. Costs more arithmetic than int8 dots, but the only error left is
-    // the weights' own quantization (what the format means), not a second rounding of activations.
-    const int64_t tasks = (w.rows + kDecodedRowsPerTask - 1) / kDecodedRowsPerTask;
-    pool_.parallel_for(tasks, [&](int64_t task) {
-      const int64_t r0 = task * kDecodedRowsPerTask, r1 = std::min(w.rows, r0 + kDecodedRowsPerTask);
-      thread_local std::vector<float> rows;
-      rows.resize(static_cast<size_t>(kDecodedRowsPerTask) * w.cols);
-      for (int64_t r = r0; r < r1; ++r)
-        quant::dequantize(w.type, static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_stride,
-                          rows.data() + (r - r0) * w.cols, w.cols);
-      quant::matmul(GgmlType::F32, rows.data(), w.cols * sizeof(float), r1 - r0, w.cols, x.data,
-                    x.dim * sizeof(float), x.n, y.data + r0, y.dim);
-    });
-    return;
-  }
-  const size_t xq_stride = quant::activation_bytes(w.type, w.cols);
-  xq_.resize(xq_stride * x.n);
-  pool_.parallel_for(x.n, [&](int64_t t) { quant::quantize_activation(w.type, x.row(t), xq_.data() + t * xq_stride, w.cols); });
-  const int64_t tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
-  pool_.parallel_for(tasks, [&](int64_t task) {
-    const int64_t r0 = task * kRowsPerTask, r1 = std::min(w.rows, r0 + kRowsPerTask);
-    const auto* W = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_stride;
-    quant::matmul(w.type, W, w.row_stride, r1 - r0, w.cols, xq_.data(), xq_stride, x.n, y.data + r0, y.dim);
   });
 }
 

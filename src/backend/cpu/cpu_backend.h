@@ -14,7 +14,7 @@ namespace ts {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int n_threads, bool quantize_activations);
+  CpuBackend(int n_threads, Precision precision);
   const char* name() const override { return "cpu"; }
   int threads() const override { return pool_.size(); }
 
@@ -29,6 +29,7 @@ class CpuBackend final : public Backend {
   void embed(const Mat& table, const int32_t* ids, int64_t n, Act out) override;
   void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) override;
   void matmul(const Mat& w, Act x, Act y) override;
+  void matmul_shared(Act x, std::span<const MatmulOut> outs) override;
   void add_bias(Act y, const float* b) override;
   void add(Act dst, Act src) override;
   void scale(Act x, float s) override;
@@ -42,10 +43,11 @@ class CpuBackend final : public Backend {
 
  private:
   ThreadPool pool_;
-  bool quantize_activations_;
+  Precision precision_;
   std::deque<std::vector<float>> vectors_;   // uploaded f32 vectors (stable addresses)
   std::vector<std::unique_ptr<float[]>> kv_;  // KV cache memory
-  std::vector<uint8_t> xq_;                   // quantized activations for matmul
+  std::vector<uint8_t> xq_;                   // quantized activations for matmul (cpu_matmul.cpp)
+  std::vector<int64_t> task_end_;             // matmul_shared: cumulative task counts per output
 };
 
 }  // namespace ts

@@ -29,13 +29,13 @@ void run_logits(const LogitsOptions& o) {
   ForwardOptions fo;
   fo.max_batch = o.sequential ? 1 : std::min<int64_t>(o.model.batch, n);
   fo.expert_order = o.expert_order == "descending" ? ExpertOrder::Descending : ExpertOrder::Ascending;
-  Forward fwd(*model, *be, kv, fo);
+  Forward fwd(*model, *be, fo);
   std::vector<float> logits(static_cast<size_t>(n) * V);
   // Prefill goes through the batched path in chunks; --sequential feeds one token at a time
   // through the decode path. Both must agree (the parity tests check each against the reference).
   for (int64_t i = 0; i < n; i += fo.max_batch) {
     const int64_t m = std::min(fo.max_batch, n - i);
-    fwd.run(ids.data() + i, m, true, logits.data() + i * V);
+    fwd.run(kv, ids.data() + i, m, true, logits.data() + i * V);
   }
   write_file_atomically(o.out, logits.data(), logits.size() * sizeof(float));
 }

@@ -71,7 +71,7 @@ BenchResult run_bench(const Model& m, Backend& be, const BenchConfig& c) {
   KvCache kv(be, h, std::max<int64_t>(1, std::max(c.n_prompt, c.n_gen)));
   ForwardOptions fo;
   fo.max_batch = std::max<int64_t>(1, std::min(c.batch, std::max<int64_t>(c.n_prompt, 1)));
-  Forward fwd(m, be, kv, fo);
+  Forward fwd(m, be, fo);
   std::vector<float> logits(static_cast<size_t>(h.n_vocab));
 
   auto prefill = [&](const std::vector<int32_t>& ids) {
@@ -79,14 +79,14 @@ BenchResult run_bench(const Model& m, Backend& be, const BenchConfig& c) {
     const double t0 = now();
     for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(fo.max_batch)) {
       const int64_t n = std::min<int64_t>(fo.max_batch, static_cast<int64_t>(ids.size() - i));
-      fwd.run(ids.data() + i, n, false, logits.data());
+      fwd.run(kv, ids.data() + i, n, false, logits.data());
     }
     return now() - t0;
   };
   auto generate = [&](const std::vector<int32_t>& ids) {
     kv.n_past = 0;
     const double t0 = now();
-    for (int32_t id : ids) fwd.run(&id, 1, false, logits.data());
+    for (int32_t id : ids) fwd.run(kv, &id, 1, false, logits.data());
     return now() - t0;
   };
 

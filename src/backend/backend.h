@@ -170,6 +170,11 @@ enum class Precision {
 };
 // "int16", "exact" or "int8"; anything else is a ts::Error.
 Precision parse_precision(const std::string& name);
-std::unique_ptr<Backend> make_cpu_backend(int n_threads, Precision precision = Precision::Int16);
+// The element type of the CPU backend's KV caches: f32, or f16 (half the memory and the bytes read
+// per decode step at depth; each K and V value rounded once). The exact precision needs f32.
+enum class KvType { F32, F16 };
+KvType parse_kv_type(const std::string& name);  // "f32" or "f16"
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, Precision precision = Precision::Int16,
+                                          KvType kv_type = KvType::F32);
 
 }  // namespace ts

@@ -24,7 +24,8 @@ struct BenchOptions {
 
 void run_bench_command(const BenchOptions& o) {
   const int threads = resolve_threads(o.model.threads);
-  auto be = make_cpu_backend(threads, parse_precision(o.model.precision));
+  auto be = make_cpu_backend(threads, parse_precision(o.model.precision),
+                             parse_kv_type(o.model.kv_type));
   const std::string path = resolve_model(o.model);
   auto model = Model::load(path, *be);
   BenchConfig c;

@@ -22,7 +22,8 @@ struct LogitsOptions {
 
 void run_logits(const LogitsOptions& o) {
   const std::vector<int32_t> ids = read_token_file(o.tokens);
-  auto be = make_cpu_backend(resolve_threads(o.model.threads), parse_precision(o.model.precision));
+  auto be = make_cpu_backend(resolve_threads(o.model.threads), parse_precision(o.model.precision),
+                             parse_kv_type(o.model.kv_type));
   auto model = Model::load(resolve_model(o.model), *be);
   const int64_t V = model->hp().n_vocab, n = static_cast<int64_t>(ids.size());
   KvCache kv(*be, model->hp(), std::max<int64_t>(o.model.ctx, n));

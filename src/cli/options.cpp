@@ -15,6 +15,8 @@ void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
   sub->add_option("--precision", o.precision,
                   "matmul activations: int16 (default), exact (f32: the reference path) or int8 (llama.cpp's scheme)")
       ->check(CLI::IsMember({"int16", "exact", "int8"}));
+  sub->add_option("--kv-type", o.kv_type, "KV cache element type: f32 (default) or f16 (half the memory; not with --precision exact)")
+      ->check(CLI::IsMember({"f32", "f16"}));
 }
 
 int resolve_threads(int requested) {

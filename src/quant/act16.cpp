@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "quant/act16.h"
+#include "quant/kernel_table.h"
 #include "quant/kernels.h"
 #include "util/error.h"
 
@@ -14,9 +15,13 @@ size_t act16_bytes(int64_t n) {
   return (bytes + 63) / 64 * 64;  // rows stay 64-byte aligned in a buffer of several rows
 }
 
-void quantize_act16(const float* x, void* dst_v, int64_t n) {
+void quantize_act16(const float* x, void* dst, int64_t n) {
   if (n % kQK != 0) fail("activation length {} is not a multiple of 32", n);
-  auto* dst = static_cast<uint8_t*>(dst_v);
+  const Act16Fn f = active_kernels().quantize16;
+  (f ? f : quantize_act16_ref)(x, static_cast<uint8_t*>(dst), n);
+}
+
+void quantize_act16_ref(const float* x, uint8_t* dst, int64_t n) {
   auto* q = reinterpret_cast<int16_t*>(dst);
   auto* d = reinterpret_cast<float*>(dst + 2 * n);
   float* s = d + n / kQK;

@@ -229,6 +229,45 @@ struct Q6_K : Shape<layout::q6_k_bytes, kQKK, 16, MinSign::none> {
   }
 };
 
+// --- activations ---------------------------------------------------------------------------------
+// quantize_act16_ref with vectors: the same float operations per value (|x| max, one division, one
+// product rounded to nearest even), so the same bytes.
+inline void quantize(const float* x, uint8_t* dst, int64_t n) {
+  auto* q = reinterpret_cast<int16_t*>(dst);
+  auto* d = reinterpret_cast<float*>(dst + 2 * n);
+  float* s = d + n / kQK;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  for (int64_t b = 0; b < n / kQK; ++b, x += kQK, q += kQK) {
+    __m256 v[4], amax = _mm256_setzero_ps();
+    __m256 nan = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 8 * i);
+      amax = _mm256_max_ps(amax, _mm256_and_ps(v[i], abs_mask));
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v[i], v[i], _CMP_UNORD_Q));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float a = _mm_cvtss_f32(m4);
+    if (_mm256_movemask_ps(nan) != 0 || !std::isfinite(a)) {
+      std::memset(q, 0, kQK * sizeof(int16_t));
+      d[b] = s[b] = NAN;
+      continue;
+    }
+    const __m256 id = _mm256_set1_ps(a != 0 ? static_cast<float>(kAct16Max) / a : 0.0f);
+    __m256i qi[4];
+    for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
+    // packs works within 128-bit lanes: the permute puts the 16 values of each pair back in order
+    const __m256i p0 = _mm256_permute4x64_epi64(_mm256_packs_epi32(qi[0], qi[1]), 0xD8);
+    const __m256i p1 = _mm256_permute4x64_epi64(_mm256_packs_epi32(qi[2], qi[3]), 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), p0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 16), p1);
+    const __m256i sum4 = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+    d[b] = a / static_cast<float>(kAct16Max);
+    s[b] = d[b] * static_cast<float>(hsum_i32(sum4));
+  }
+}
+
 // --- decode: 8 rows, one token, dots along k -------------------------------------------------------
 template <class F>
 inline __m256 finish(__m256 acc, __m256 accm) {

@@ -528,6 +528,7 @@ KernelTable build_table(const char* name) {
   set(GgmlType::Q4_K, matmul<FamilyK<FQ4_K>>);
   set(GgmlType::Q5_K, matmul<FamilyK<FQ5_K>>);
   set(GgmlType::Q6_K, matmul<FamilyK<FQ6_K>>);
+  kt.quantize16 = k16::quantize;
   auto set16 = [&](GgmlType t, MatmulFn f) { kt.matmul16[type_index(t)] = f; };
   set16(GgmlType::Q4_0, k16::matmul16<k16::Q4_0>);
   set16(GgmlType::Q4_1, k16::matmul16<k16::Q4_1>);

@@ -54,6 +54,29 @@ TEST(Act16, RoundTripWithinHalfAStep) {
   EXPECT_THROW(quantize_act16(x.data(), buf.data(), 40), Error);
 }
 
+// Every table's quantizer writes the bytes of the scalar definition, including the edge cases.
+TEST(Act16, VectorQuantizersMatchTheDefinition) {
+  std::mt19937 rng(4);
+  const int64_t n = 512;
+  auto x = test::gaussian(n, rng, 2.0f);
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+  x[70] = -0.0f;
+  x[100] = INFINITY;
+  x[140] = NAN;
+  x[200] = 3e38f;
+  for (int i = 0; i < 32; ++i) x[256 + i] = 0.5f * static_cast<float>(i - 16);  // exact ties
+  std::vector<uint8_t> ref(act16_bytes(n)), got(act16_bytes(n));
+  quantize_act16_ref(x.data(), ref.data(), n);
+  for (Isa isa : test::supported_isas()) {
+    const Act16Fn f = kernels_for(isa).quantize16;
+    if (!f) continue;
+    SCOPED_TRACE(isa_name(isa));
+    std::fill(got.begin(), got.end(), 0xAB);
+    f(x.data(), got.data(), n);
+    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), size_t(n) * 2 + size_t(n / 32) * 8));
+  }
+}
+
 struct Problem {
   GgmlType type;
   int64_t rows, k, n_tok;

@@ -6,13 +6,25 @@
 #include <cstring>
 
 #include "quant/kernels.h"
+#include "util/cpu_features.h"
 #include "util/error.h"
 
 namespace ts {
-CpuBackend::CpuBackend(int n_threads, Precision precision) : pool_(n_threads), precision_(precision) {}
+CpuBackend::CpuBackend(int n_threads, Precision precision, KvType kv_type)
+    : pool_(n_threads), precision_(precision), kv_type_(kv_type), fast_(precision != Precision::Exact && cpu_features().avx2) {
+  if (kv_type == KvType::F16 && precision == Precision::Exact)
+    fail("--kv-type f16 rounds K and V: the exact precision needs --kv-type f32");
+  if (kv_type == KvType::F16 && !cpu_features().avx2) fail("--kv-type f16 needs a CPU with AVX2 and F16C");
+}
 
-std::unique_ptr<Backend> make_cpu_backend(int n_threads, Precision precision) {
-  return std::make_unique<CpuBackend>(n_threads, precision);
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, Precision precision, KvType kv_type) {
+  return std::make_unique<CpuBackend>(n_threads, precision, kv_type);
+}
+
+KvType parse_kv_type(const std::string& name) {
+  if (name == "f32") return KvType::F32;
+  if (name == "f16") return KvType::F16;
+  fail("unknown KV cache type '{}' (expected f32 or f16)", name);
 }
 
 Precision parse_precision(const std::string& name) {
@@ -39,10 +51,11 @@ KvHandle CpuBackend::alloc_kv(int64_t n_layer, int64_t n_ctx, int64_t width) {
   KvSeq seq;
   seq.n_ctx = n_ctx;
   seq.width = width;
-  const size_t n = static_cast<size_t>(n_ctx) * width;
+  // Zeroed: the attention kernels read whole blocks of keys and mask the positions not yet written.
+  const size_t bytes = static_cast<size_t>(n_ctx) * width * kv_elem_bytes();
   for (int64_t l = 0; l < n_layer; ++l) {
-    seq.k.emplace_back(new (std::nothrow) float[n]);
-    seq.v.emplace_back(new (std::nothrow) float[n]);
+    seq.k.emplace_back(new (std::nothrow) uint8_t[bytes]());
+    seq.v.emplace_back(new (std::nothrow) uint8_t[bytes]());
     if (!seq.k.back() || !seq.v.back())
       fail("out of memory allocating a KV cache of {} positions (reduce --ctx)", n_ctx);
   }
@@ -55,7 +68,7 @@ void CpuBackend::free_kv(KvHandle kv) { kv_.erase(kv); }
 
 size_t CpuBackend::kv_bytes() const {
   size_t total = 0;
-  for (const auto& [h, s] : kv_) total += 2 * s.k.size() * static_cast<size_t>(s.n_ctx) * s.width * sizeof(float);
+  for (const auto& [h, s] : kv_) total += 2 * s.k.size() * static_cast<size_t>(s.n_ctx) * s.width * kv_elem_bytes();
   return total;
 }
 
@@ -161,52 +174,6 @@ void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams&
       }
     }
   }
-}
-
-void CpuBackend::attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) {
-  const int64_t hd = p.head_dim, group = p.n_head / p.n_head_kv;
-  std::vector<const KvSeq*> seq(seqs_.size());
-  for (size_t s = 0; s < seqs_.size(); ++s) {
-    const KvSeq& kv = kv_.at(seqs_[s].kv);
-    seq[s] = &kv;
-    for (int64_t i = seqs_[s].row0; i < seqs_[s].row0 + seqs_[s].n; ++i) {
-      std::memcpy(kv.k[layer].get() + row_pos_[i] * kv.width, k.row(i), kv.width * sizeof(float));
-      std::memcpy(kv.v[layer].get() + row_pos_[i] * kv.width, v.row(i), kv.width * sizeof(float));
-    }
-  }
-  pool_.parallel_for(q.n * p.n_head, [&](int64_t task) {
-    const int64_t i = task / p.n_head, h = task % p.n_head, kvh = h / group;
-    const KvSeq& kv = *seq[row_seq_[i]];
-    const float* K = kv.k[layer].get();
-    const float* V = kv.v[layer].get();
-    const int64_t width = kv.width, pos = row_pos_[i];
-    const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
-    thread_local std::vector<float> scores;
-    scores.resize(pos - lo + 1);
-    const float* qh = q.row(i) + h * hd;
-    float mx = p.sinks ? p.sinks[h] : -INFINITY;
-    for (int64_t j = lo; j <= pos; ++j) {
-      const float* kj = K + j * width + kvh * hd;
-      float d = 0;
-      for (int64_t e = 0; e < hd; ++e) d += qh[e] * kj[e];
-      scores[j - lo] = d * p.scale;
-      mx = std::max(mx, scores[j - lo]);
-    }
-    // The sink is one extra logit in the denominator only: it lets a head attend to "nothing".
-    double sum = p.sinks ? std::exp(static_cast<double>(p.sinks[h] - mx)) : 0.0;
-    for (auto& s : scores) {
-      s = std::exp(s - mx);
-      sum += s;
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    float* o = out.row(i) + h * hd;
-    std::fill(o, o + hd, 0.0f);
-    for (int64_t j = lo; j <= pos; ++j) {
-      const float wgt = scores[j - lo] * inv;
-      const float* vj = V + j * width + kvh * hd;
-      for (int64_t e = 0; e < hd; ++e) o[e] += wgt * vj[e];
-    }
-  });
 }
 
 void CpuBackend::glu(Activation a, Act gate, Act up, Act out) {

@@ -1,7 +1,11 @@
 // The CPU backend: activations in host memory, weights used in place from the memory map, every
-// operation split across a fixed thread pool by output rows (or by (token, head) for attention), so
-// each output element is computed by exactly one thread in a fixed order: the bytes do not depend
-// on the thread count.
+// operation split across a fixed thread pool by output rows (or by (sequence, kv head, rows, key
+// chunk) for attention), so each output element is computed by exactly one thread in a fixed order:
+// the bytes do not depend on the thread count.
+//
+// Precision::Exact runs the reference operations (f32 weights decoded from the formats, sums of
+// norms and softmax in double): the original engine's bytes. The other precisions run the fast
+// operations (vectorised, flash-style attention; cpu_attention.cpp) on CPUs with AVX2.
 #pragma once
 #include <deque>
 #include <map>
@@ -16,7 +20,7 @@ namespace ts {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int n_threads, Precision precision);
+  CpuBackend(int n_threads, Precision precision, KvType kv_type);
   const char* name() const override { return "cpu"; }
   int threads() const override { return pool_.size(); }
 
@@ -48,13 +52,19 @@ class CpuBackend final : public Backend {
   void to_host(Act a, float* dst) override;
 
  private:
+  void attention_reference(int64_t layer, Act q, const AttentionParams& p, Act out);
+  void attention_fast(int64_t layer, Act q, const AttentionParams& p, Act out);
+  size_t kv_elem_bytes() const { return kv_type_ == KvType::F16 ? 2 : 4; }
+
   ThreadPool pool_;
   Precision precision_;
+  KvType kv_type_;
+  bool fast_;  // the fast operations (any precision but Exact, on a CPU with AVX2)
   std::deque<std::vector<float>> vectors_;   // uploaded f32 vectors (stable addresses)
-  // One sequence's cache: K and V of every layer, [n_ctx][width] f32 each.
+  // One sequence's cache: K and V of every layer, [n_ctx][width] elements of kv_type_ each.
   struct KvSeq {
     int64_t n_ctx = 0, width = 0;
-    std::vector<std::unique_ptr<float[]>> k, v;  // per layer
+    std::vector<std::unique_ptr<uint8_t[]>> k, v;  // per layer
   };
   std::map<KvHandle, KvSeq> kv_;
   KvHandle next_kv_ = 0;
@@ -65,6 +75,13 @@ class CpuBackend final : public Backend {
   std::vector<RopeTable> rope_;  // tables computed for this step, one per distinct RopeParams
   std::vector<uint8_t> xq_;                   // quantized activations for matmul (cpu_matmul.cpp)
   std::vector<int64_t> task_end_;             // matmul_shared: cumulative task counts per output
+  // attention_fast: per (row, chunk, head) partial states, rows' offsets into them, the tasks.
+  struct AttnTask {
+    int64_t seq, row0, n, kv_head, chunk;
+  };
+  std::vector<float> attn_parts_;
+  std::vector<int64_t> attn_offsets_;
+  std::vector<AttnTask> attn_tasks_;
 };
 
 }  // namespace ts

@@ -62,10 +62,29 @@ struct MatmulOut {
   Act y;
 };
 
+// An RMS norm applied to an operation's input as it is read (x / rms(x) * w over each whole row),
+// so the normalised rows never make a round trip through memory. w null: no norm.
+struct InputNorm {
+  const float* w = nullptr;
+  float eps = 0;
+};
+
 enum class Activation {
   SwiGLU,          // silu(gate) * up
   GeluTanhGLU,     // gelu_tanh(gate) * up (gemma)
   ClampedSwiGLU,   // gpt-oss: g = min(g, 7), u = clamp(u, -7, 7), g * sigmoid(1.702 g) * (u + 1)
+};
+
+// A gated feed-forward block (a dense FFN or one routed expert):
+// out = act(x Wg^T + bg, x Wu^T + bu) Wd^T + bd, biases optional.
+struct FfnWeights {
+  const Mat* gate = nullptr;
+  const Mat* up = nullptr;
+  const Mat* down = nullptr;
+  const float* gate_bias = nullptr;
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
+  Activation act = Activation::SwiGLU;
 };
 
 // A sequence's key/value cache, owned by the backend (which picks its element type and layout):
@@ -134,9 +153,12 @@ class Backend {
   virtual void embed(const Mat& table, Act out) = 0;                                   // rows of the step's ids
   virtual void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) = 0;  // per `group` elements
   virtual void matmul(const Mat& w, Act x, Act y) = 0;                                 // y = x W^T
-  // Several products of one input (q, k, v; gate, up): the input is prepared (quantized) once, and
-  // the rows of all the matrices are shared among the threads in one pass.
-  virtual void matmul_shared(Act x, std::span<const MatmulOut> outs) = 0;
+  // Several products of one input (q, k, v): the input is normalised (if asked) and prepared
+  // (quantized) once, and the rows of all the matrices are shared among the threads in one pass.
+  virtual void matmul_shared(Act x, std::span<const MatmulOut> outs, const InputNorm& norm = {}) = 0;
+  // The whole gated FFN: the activation is applied as gate and up rows are produced (and, on the
+  // CPU, quantized for the down projection there), so the intermediate never makes a separate pass.
+  virtual void ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm = {}) = 0;
   virtual void add_bias(Act y, const float* b) = 0;
   virtual void add(Act dst, Act src) = 0;                                              // dst += src
   virtual void scale(Act x, float s) = 0;                                              // x *= s

@@ -17,15 +17,21 @@ size_t act16_bytes(int64_t n) {
 
 void quantize_act16(const float* x, void* dst, int64_t n) {
   if (n % kQK != 0) fail("activation length {} is not a multiple of 32", n);
+  auto* p = static_cast<uint8_t*>(dst);
+  auto* d = reinterpret_cast<float*>(p + 2 * n);
   const Act16Fn f = active_kernels().quantize16;
-  (f ? f : quantize_act16_ref)(x, static_cast<uint8_t*>(dst), n);
+  (f ? f : quantize_act16_ref)(x, n / kQK, reinterpret_cast<int16_t*>(p), d, d + n / kQK);
 }
 
-void quantize_act16_ref(const float* x, uint8_t* dst, int64_t n) {
-  auto* q = reinterpret_cast<int16_t*>(dst);
-  auto* d = reinterpret_cast<float*>(dst + 2 * n);
-  float* s = d + n / kQK;
-  for (int64_t b = 0; b < n / kQK; ++b, x += kQK, q += kQK) {
+void quantize_act16_block(const float* x32, void* row, int64_t n, int64_t b) {
+  auto* p = static_cast<uint8_t*>(row);
+  auto* d = reinterpret_cast<float*>(p + 2 * n);
+  const Act16Fn f = active_kernels().quantize16;
+  (f ? f : quantize_act16_ref)(x32, 1, reinterpret_cast<int16_t*>(p) + b * kQK, d + b, d + n / kQK + b);
+}
+
+void quantize_act16_ref(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s) {
+  for (int64_t b = 0; b < n_blocks; ++b, x += kQK, q += kQK) {
     float amax = 0;
     bool finite = true;
     for (int j = 0; j < kQK; ++j) {

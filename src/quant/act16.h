@@ -21,8 +21,9 @@ inline Act16Row act16_row(const uint8_t* p, int64_t n) {
   return {reinterpret_cast<const int16_t*>(p), d, d + n / kQK};
 }
 
-// The scalar definition of quantize_act16 (kernels.h); vector versions give the same bytes.
-void quantize_act16_ref(const float* x, uint8_t* dst, int64_t n);
+// The scalar definition of quantize_act16 (kernels.h) over n_blocks blocks; vector versions give the
+// same bytes.
+void quantize_act16_ref(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s);
 
 // How the offset of a format enters the result (see kernels.h): y = acc + accm, acc - accm or acc.
 enum class MinSign { none, add, sub };

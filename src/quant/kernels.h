@@ -55,6 +55,9 @@ void matmul(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t 
 // Row layout (act16_bytes(n) bytes, n a multiple of 32): int16 q[n], float d[n/32], float s[n/32].
 size_t act16_bytes(int64_t n);
 void quantize_act16(const float* x, void* dst, int64_t n);
+// Block b (values 32b .. 32b + 31, from x32) of an activation row of n values at `row`: for a
+// producer that finishes a row 32 values at a time.
+void quantize_act16_block(const float* x32, void* row, int64_t n, int64_t b);
 // Whether `w` has int16-activation kernels (every quantized type with a dot kernel does; float
 // weights are multiplied with f32 activations instead).
 bool has_act16_kernel(GgmlType w);

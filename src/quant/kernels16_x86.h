@@ -232,12 +232,9 @@ struct Q6_K : Shape<layout::q6_k_bytes, kQKK, 16, MinSign::none> {
 // --- activations ---------------------------------------------------------------------------------
 // quantize_act16_ref with vectors: the same float operations per value (|x| max, one division, one
 // product rounded to nearest even), so the same bytes.
-inline void quantize(const float* x, uint8_t* dst, int64_t n) {
-  auto* q = reinterpret_cast<int16_t*>(dst);
-  auto* d = reinterpret_cast<float*>(dst + 2 * n);
-  float* s = d + n / kQK;
+inline void quantize(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  for (int64_t b = 0; b < n / kQK; ++b, x += kQK, q += kQK) {
+  for (int64_t b = 0; b < n_blocks; ++b, x += kQK, q += kQK) {
     __m256 v[4], amax = _mm256_setzero_ps();
     __m256 nan = _mm256_setzero_ps();
     for (int i = 0; i < 4; ++i) {

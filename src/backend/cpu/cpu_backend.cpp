@@ -5,11 +5,19 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/ops.h"
 #include "quant/kernels.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
 
 namespace ts {
+namespace {
+
+// Elementwise work below this many values runs on the calling thread: waking the pool costs more.
+constexpr int64_t kParallelElems = 16384;
+
+}  // namespace
+
 CpuBackend::CpuBackend(int n_threads, Precision precision, KvType kv_type)
     : pool_(n_threads), precision_(precision), kv_type_(kv_type), fast_(precision != Precision::Exact && cpu_features().avx2) {
   if (kv_type == KvType::F16 && precision == Precision::Exact)
@@ -116,6 +124,12 @@ void CpuBackend::embed(const Mat& table, Act out) {
 }
 
 void CpuBackend::rms_norm(Act x, const float* w, float eps, int64_t group, Act out) {
+  if (fast_ && group % 8 == 0) {
+    auto row = [&](int64_t i) { cpu::rms_norm_avx2(x.row(i), w, eps, x.dim, group, out.row(i)); };
+    if (x.n * x.dim >= kParallelElems) pool_.parallel_for(x.n, row);
+    else for (int64_t i = 0; i < x.n; ++i) row(i);
+    return;
+  }
   const int64_t groups = x.dim / group;
   pool_.parallel_for(x.n, [&](int64_t i) {
     const float* src = x.row(i);
@@ -177,6 +191,12 @@ void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams&
 }
 
 void CpuBackend::glu(Activation a, Act gate, Act up, Act out) {
+  if (fast_ && gate.dim % 8 == 0) {
+    auto row = [&](int64_t i) { cpu::glu_avx2(a, gate.row(i), up.row(i), nullptr, nullptr, out.row(i), gate.dim); };
+    if (gate.n * gate.dim >= kParallelElems) pool_.parallel_for(gate.n, row);
+    else for (int64_t i = 0; i < gate.n; ++i) row(i);
+    return;
+  }
   pool_.parallel_for(gate.n, [&](int64_t i) {
     const float* g = gate.row(i);
     const float* u = up.row(i);

@@ -38,7 +38,8 @@ class CpuBackend final : public Backend {
   void embed(const Mat& table, Act out) override;
   void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) override;
   void matmul(const Mat& w, Act x, Act y) override;
-  void matmul_shared(Act x, std::span<const MatmulOut> outs) override;
+  void matmul_shared(Act x, std::span<const MatmulOut> outs, const InputNorm& norm = {}) override;
+  void ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm = {}) override;
   void add_bias(Act y, const float* b) override;
   void add(Act dst, Act src) override;
   void scale(Act x, float s) override;
@@ -52,6 +53,12 @@ class CpuBackend final : public Backend {
   void to_host(Act a, float* dst) override;
 
  private:
+  // Quantizes (int16, or int8 for weights of type wt) the rows of x, normalised first if asked,
+  // into dst; returns the row stride.
+  size_t quantize_rows(Act x, const InputNorm& norm, bool int16, GgmlType wt, std::vector<uint8_t>& dst);
+  // The rows of x normalised into norm_rows_ (the reference rms_norm), for the paths that need f32.
+  Act normalised(Act x, const InputNorm& norm);
+  Act scratch(std::vector<float>& buf, int64_t n, int64_t dim);
   void attention_reference(int64_t layer, Act q, const AttentionParams& p, Act out);
   void attention_fast(int64_t layer, Act q, const AttentionParams& p, Act out);
   size_t kv_elem_bytes() const { return kv_type_ == KvType::F16 ? 2 : 4; }
@@ -75,6 +82,9 @@ class CpuBackend final : public Backend {
   std::vector<RopeTable> rope_;  // tables computed for this step, one per distinct RopeParams
   std::vector<uint8_t> xq_;                   // quantized activations for matmul (cpu_matmul.cpp)
   std::vector<int64_t> task_end_;             // matmul_shared: cumulative task counts per output
+  // ffn: quantized down-projection input; f32 scratch (normalised input, gate, up, activation).
+  std::vector<uint8_t> xq_down_;
+  std::vector<float> norm_rows_, gate_rows_, up_rows_, act_rows_;
   // attention_fast: per (row, chunk, head) partial states, rows' offsets into them, the tasks.
   struct AttnTask {
     int64_t seq, row0, n, kv_head, chunk;

@@ -116,11 +116,17 @@ void CpuBackend::begin_step(const Step& st) {
   rope_.clear();
 }
 
+template <class Fn>
+void CpuBackend::for_rows(int64_t n, int64_t dim, Fn&& fn) {
+  if (n > 1 && n * dim >= kParallelElems) pool_.parallel_for(n, fn);
+  else for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
 void CpuBackend::embed(const Mat& table, Act out) {
-  for (int64_t i = 0; i < out.n; ++i) {
+  for_rows(out.n, out.dim, [&](int64_t i) {
     const auto* row = static_cast<const uint8_t*>(table.data) + static_cast<size_t>(ids_[i]) * table.row_stride;
     quant::dequantize(table.type, row, out.row(i), table.cols);
-  }
+  });
 }
 
 void CpuBackend::rms_norm(Act x, const float* w, float eps, int64_t group, Act out) {
@@ -145,20 +151,25 @@ void CpuBackend::rms_norm(Act x, const float* w, float eps, int64_t group, Act o
 }
 
 void CpuBackend::add_bias(Act y, const float* b) {
-  for (int64_t i = 0; i < y.n; ++i) {
+  for_rows(y.n, y.dim, [&](int64_t i) {
     float* r = y.row(i);
     for (int64_t j = 0; j < y.dim; ++j) r[j] += b[j];
-  }
+  });
 }
 
 void CpuBackend::add(Act dst, Act src) {
-  const int64_t n = dst.n * dst.dim;
-  for (int64_t j = 0; j < n; ++j) dst.data[j] += src.data[j];
+  for_rows(dst.n, dst.dim, [&](int64_t i) {
+    float* d = dst.row(i);
+    const float* s = src.row(i);
+    for (int64_t j = 0; j < dst.dim; ++j) d[j] += s[j];
+  });
 }
 
 void CpuBackend::scale(Act x, float s) {
-  const int64_t n = x.n * x.dim;
-  for (int64_t j = 0; j < n; ++j) x.data[j] *= s;
+  for_rows(x.n, x.dim, [&](int64_t i) {
+    float* r = x.row(i);
+    for (int64_t j = 0; j < x.dim; ++j) r[j] *= s;
+  });
 }
 
 void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p) {
@@ -172,7 +183,7 @@ void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams&
   const RopeTable& t = *it;
   const int64_t half = p.n_rot / 2;
   const bool neox = p.layout == RopeParams::Layout::NeoX;
-  for (int64_t i = 0; i < x.n; ++i) {
+  for_rows(x.n, x.dim, [&](int64_t i) {
     const float* c = t.cos.data() + i * half;
     const float* s = t.sin.data() + i * half;
     for (int64_t h = 0; h < n_head; ++h) {
@@ -187,7 +198,7 @@ void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams&
         b = a0 * s[j] + b0 * c[j];
       }
     }
-  }
+  });
 }
 
 void CpuBackend::glu(Activation a, Act gate, Act up, Act out) {
@@ -220,15 +231,15 @@ void CpuBackend::glu(Activation a, Act gate, Act up, Act out) {
 }
 
 void CpuBackend::gather_rows(Act src, const int32_t* rows, int64_t n, Act dst) {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst.row(i), src.row(rows[i]), src.dim * sizeof(float));
+  for_rows(n, src.dim, [&](int64_t i) { std::memcpy(dst.row(i), src.row(rows[i]), src.dim * sizeof(float)); });
 }
 
 void CpuBackend::scatter_rows(Act src, const int32_t* rows, int64_t n, Act dst) {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst.row(rows[i]), src.row(i), src.dim * sizeof(float));
+  for_rows(n, src.dim, [&](int64_t i) { std::memcpy(dst.row(rows[i]), src.row(i), src.dim * sizeof(float)); });
 }
 
 void CpuBackend::combine_ranked(Act slots, const float* weights, int64_t k, Act out) {
-  for (int64_t t = 0; t < out.n; ++t) {
+  for_rows(out.n, out.dim * k, [&](int64_t t) {
     float* o = out.row(t);
     std::fill(o, o + out.dim, 0.0f);
     for (int64_t r = 0; r < k; ++r) {
@@ -236,11 +247,11 @@ void CpuBackend::combine_ranked(Act slots, const float* weights, int64_t k, Act 
       const float* s = slots.row(t * k + r);
       for (int64_t j = 0; j < out.dim; ++j) o[j] += wgt * s[j];
     }
-  }
+  });
 }
 
 void CpuBackend::select_output_rows(Act x, int64_t first, Act out) {
-  for (int64_t i = 0; i < out.n; ++i) std::memcpy(out.row(i), x.row(out_rows_[first + i]), x.dim * sizeof(float));
+  for_rows(out.n, x.dim, [&](int64_t i) { std::memcpy(out.row(i), x.row(out_rows_[first + i]), x.dim * sizeof(float)); });
 }
 
 void CpuBackend::to_host(Act a, float* dst) {

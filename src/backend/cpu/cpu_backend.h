@@ -61,6 +61,9 @@ class CpuBackend final : public Backend {
   Act scratch(std::vector<float>& buf, int64_t n, int64_t dim);
   void attention_reference(int64_t layer, Act q, const AttentionParams& p, Act out);
   void attention_fast(int64_t layer, Act q, const AttentionParams& p, Act out);
+  // Runs fn(row) for rows [0, n) of `dim` values: on the pool when there is enough work.
+  template <class Fn>
+  void for_rows(int64_t n, int64_t dim, Fn&& fn);
   size_t kv_elem_bytes() const { return kv_type_ == KvType::F16 ? 2 : 4; }
 
   ThreadPool pool_;

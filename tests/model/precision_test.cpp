@@ -1,6 +1,5 @@
-// The CPU backend's precisions against the fixtures' exact float64 references:
-//  - exact (--precision exact): held to what an exact path really reaches (rel <= 1e-5, mean KL <=
-//    1e-9), so a wrong epsilon or RoPE base fails even though the shared rule would pass it;
+// The CPU backend's precisions against the fixtures' exact float64 references (the exact path is
+// held to its own bound in parity_test.cpp):
 //  - int16 (the default): at least as faithful as llama.cpp, by a wide margin (KL below 1% of
 //    llama.cpp's on every quantized fixture), with an f32 or an f16 KV cache;
 // and, for a context longer than one attention chunk (1024 keys, merged afterwards), the same bytes
@@ -46,23 +45,28 @@ std::vector<float> fixture_logits(const Fixture& f, Precision p, KvType kv_type 
 
 class Precisions : public testing::TestWithParam<Fixture> {};
 
-TEST_P(Precisions, ExactPathMeetsTheExactBound) {
-  const Fixture& f = GetParam();
-  const test::Distance d = test::distance(test::read_floats(f.ref()), fixture_logits(f, Precision::Exact));
-  EXPECT_LE(d.rel_l2, 1e-5) << test::describe(d);
-  EXPECT_LE(d.mean_kl, 1e-9) << test::describe(d);
-}
-
 TEST_P(Precisions, DefaultPathIsFarCloserThanLlamaCpp) {
   const Fixture& f = GetParam();
   const std::vector<float> ref = test::read_floats(f.ref());
-  const test::Distance llama = test::distance(ref, test::read_floats(f.llamacpp()));
   for (KvType kv : {KvType::F32, KvType::F16}) {
     const test::Distance d = test::distance(ref, fixture_logits(f, Precision::Int16, kv));
+    EXPECT_EQ(d.top1, 1.0) << test::describe(d);
+    if (!f.has_llamacpp()) {
+      // No llama.cpp logits (gemma3, the RoPE variants): the same fractions as below, of the shared
+      // rule's KL floor (1e-5) instead of llama.cpp's KL. Measured worst (gemma3-q8_0): mean 4.9e-9
+      // with an f32 cache, median 8.7e-8 with an f16 one.
+      std::printf("%-20s kv %s: %s\n", f.name.c_str(), kv == KvType::F32 ? "f32" : "f16", test::describe(d).c_str());
+      if (kv == KvType::F32) {
+        EXPECT_LE(d.mean_kl, 0.01 * 1e-5) << test::describe(d);
+      } else {
+        EXPECT_LE(d.median_kl, 0.1 * 1e-5) << test::describe(d);
+      }
+      continue;
+    }
+    const test::Distance llama = test::distance(ref, test::read_floats(f.llamacpp()));
     std::printf("%-20s kv %s: %s | llama.cpp %s\n", f.name.c_str(), kv == KvType::F32 ? "f32" : "f16",
                 test::describe(d).c_str(), test::describe(llama).c_str());
     EXPECT_TRUE(test::passes(f, d, llama)) << test::describe(d);
-    EXPECT_EQ(d.top1, 1.0) << test::describe(d);
     if (f.unquantized()) continue;
     // The f16 cache's rounding can flip a near-tied expert choice of an MoE fixture (a few rows move
     // by a full expert's difference), so it is held to the median row; f32 to the mean.

@@ -2,8 +2,8 @@
 // over llama.cpp's greedy continuations of tests/data/real (349 positions), its logits stay within a
 // mean KL of 1e-5 of the exact path (which is within 1e-11 of the float64 reference there). For
 // scale: llama.cpp's own mean KL from the float64 reference on these positions is 4.4e-3
-// (shared/tools/np_reference.py); the default path measures about 1e-7. Skipped when the model is not
-// in the cache (scripts/test.sh fetches it).
+// (shared/tools/np_reference.py); the default path measures about 1e-7. The model comes from the cache
+// (`turbospark fetch`, see support/real_models.h).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,7 +12,7 @@
 
 #include "model/forward.h"
 #include "model/parity_util.h"
-#include "runtime/default_model.h"
+#include "support/real_models.h"
 
 namespace ts {
 namespace {
@@ -20,7 +20,7 @@ namespace {
 std::vector<std::vector<int32_t>> real_sequences(std::string& model_path) {
   std::ifstream in(std::string(TS_TEST_DATA) + "/real/smollm2-135m-instruct-q4_1.json");
   const auto j = nlohmann::json::parse(in);
-  model_path = cache_dir() + "/models/" + j["model"].get<std::string>();
+  model_path = cached_model_path(j["model"].get<std::string>());
   std::vector<std::vector<int32_t>> out;
   for (const auto& c : j["cases"]) {
     auto ids = c["prompt_ids"].get<std::vector<int32_t>>();
@@ -50,7 +50,7 @@ std::vector<float> all_logits(const std::string& path, const std::vector<std::ve
 TEST(Fidelity, DefaultPathOnTheDefaultModelStaysNextToExact) {
   std::string path;
   const auto seqs = real_sequences(path);
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not in the cache";
+  TS_REQUIRE_REAL_MODEL(path);
   const std::vector<float> exact = all_logits(path, seqs, Precision::Exact, KvType::F32);
   const int64_t V = 49152;
   for (KvType kv : {KvType::F32, KvType::F16}) {

@@ -51,9 +51,8 @@ TEST(Bench, SpreadIsMeanAndSampleDeviation) {
 }
 
 TEST(BenchCli, PrintsJsonForScriptsAndRejectsEmptyRuns) {
-  test::ScratchDir dir;
   const std::string model = test::models_dir() + "/gpt-oss-mxfp4.gguf";
-  const test::CliRun r = test::run_cli({"bench", "-m", model, "-p", "12", "-n", "0", "-r", "2", "-t", "2", "--json"}, dir);
+  const test::CliRun r = test::run_cli({"bench", "-m", model, "-p", "12", "-n", "0", "-r", "2", "-t", "2", "--json"});
   ASSERT_TRUE(r.exited && r.code == 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_GT(j["pp"].get<double>(), 0);
@@ -61,7 +60,7 @@ TEST(BenchCli, PrintsJsonForScriptsAndRejectsEmptyRuns) {
   EXPECT_EQ(j["threads"].get<int>(), 2);
   EXPECT_EQ(j["precision"].get<std::string>(), "int16");
   EXPECT_FALSE(j.contains("tg"));
-  const test::CliRun bad = test::run_cli({"bench", "-m", model, "-p", "0", "-n", "0"}, dir);
+  const test::CliRun bad = test::run_cli({"bench", "-m", model, "-p", "0", "-n", "0"});
   EXPECT_TRUE(bad.exited);
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("nothing to measure"), std::string::npos) << bad.err;

@@ -69,6 +69,13 @@ struct MatmulOut {
   bool accumulate = false;
 };
 
+// An RMS norm applied to an operation's input as it is read (x / rms(x) * w over each whole row),
+// so the normalised rows never make a round trip through memory. w null: no norm.
+struct InputNorm {
+  const float* w = nullptr;
+  float eps = 0;
+};
+
 // One residual-stream edit (steering), applied to every row x of an activation. With d the
 // direction, d^ = d / |d| and c = d^ . x for the row:
 //   Add:    x += alpha * d                      (llama.cpp's control vectors)
@@ -117,6 +124,18 @@ struct RoutedExperts {
   const Mat* router = nullptr;
   const float* router_bias = nullptr;
   std::span<const ExpertWeights> experts;
+};
+
+// A gated feed-forward block (a dense FFN or one routed expert):
+// out = act(x Wg^T + bg, x Wu^T + bu) Wd^T + bd, biases optional.
+struct FfnWeights {
+  const Mat* gate = nullptr;
+  const Mat* up = nullptr;
+  const Mat* down = nullptr;
+  const float* gate_bias = nullptr;
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
+  Activation act = Activation::SwiGLU;
 };
 
 // A sequence's key/value cache, owned by the backend (which picks its element type and layout):
@@ -211,8 +230,12 @@ class Backend {
   virtual void embed(const Mat& table, Act out) = 0;                                   // rows of the step's ids
   virtual void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) = 0;  // per `group` elements
   virtual void matmul(const Mat& w, Act x, Act y) = 0;                                 // y = x W^T
-  // Several products of one input (q, k, v; gate, up), each with an optional bias and accumulation.
-  virtual void matmul_shared(Act x, std::span<const MatmulOut> outs) = 0;
+  // Several products of one input (q, k, v; gate, up): the input is normalised (if asked) and
+  // prepared once; each output may add a bias and accumulate into y (MatmulOut).
+  virtual void matmul_shared(Act x, std::span<const MatmulOut> outs, const InputNorm& norm = {}) = 0;
+  // The whole gated FFN: the activation is applied as gate and up rows are produced (and, on the
+  // CPU, quantized for the down projection there), so the intermediate never makes a separate pass.
+  virtual void ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm = {}) = 0;
   virtual void add_bias(Act y, const float* b) = 0;
   virtual void add(Act dst, Act src) = 0;                                              // dst += src
   virtual void scale(Act x, float s) = 0;                                              // x *= s
@@ -240,14 +263,29 @@ class Backend {
   virtual void to_host(Act a, float* dst) = 0;
 };
 
+// How the CPU backend multiplies quantized weights with activations (docs/ARCHITECTURE.md, "Matmul
+// precision"). Every mode gives the same bytes for any thread count and batch size.
+enum class Precision {
+  Int16,  // default: activations rounded to int16 per block of 32 (1/65534 of the block maximum), exact
+          // integer dots: far closer to exact than llama.cpp, as fast as its int8 scheme
+  Exact,  // weights decoded to f32 times exact f32 activations: only the weights' own rounding is left
+  Int8,   // llama.cpp's scheme: activations rounded to int8 per block, integer dots
+};
+// "int16", "exact" or "int8"; anything else is a ts::Error.
+Precision parse_precision(const std::string& name);
+// The element type of the CPU backend's KV caches: f32, or f16 (half the memory and the bytes read
+// per decode step at depth; each K and V value rounded once). The exact precision needs f32.
+enum class KvType { F32, F16 };
+KvType parse_kv_type(const std::string& name);  // "f32" or "f16"
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, Precision precision = Precision::Int16,
+                                          KvType kv_type = KvType::F32);
+
 // The backend for --device: "cpu", "cuda" or "auto" (CUDA when this build has it and a device is
-// present, else CPU). Anything else, or "cuda" without a usable device, is a ts::Error saying why.
-std::unique_ptr<Backend> make_backend(const std::string& device, int cpu_threads);
+// present, else CPU); precision and kv_type configure the CPU backend (the CUDA backend has its own
+// numerics: docs/CUDA.md). Anything else, or "cuda" without a usable device, is a ts::Error saying why.
+std::unique_ptr<Backend> make_backend(const std::string& device, int cpu_threads, Precision precision = Precision::Int16,
+                                      KvType kv_type = KvType::F32);
 // Whether this build has the CUDA backend and a device can be used; `why` says why not.
 bool cuda_available(std::string* why = nullptr);
-
-// quantize_activations: multiply quantized weights with int8-quantized activations (llama.cpp's
-// way: fastest, adds a second rounding) instead of exact f32 activations (the default).
-std::unique_ptr<Backend> make_cpu_backend(int n_threads, bool quantize_activations = false);
 
 }  // namespace ts

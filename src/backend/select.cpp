@@ -18,12 +18,12 @@ bool cuda_available(std::string* why) {
 #endif
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int cpu_threads) {
-  if (device == "cpu") return make_cpu_backend(cpu_threads);
+std::unique_ptr<Backend> make_backend(const std::string& device, int cpu_threads, Precision precision, KvType kv_type) {
+  if (device == "cpu") return make_cpu_backend(cpu_threads, precision, kv_type);
   if (device != "cuda" && device != "auto") fail("unknown --device '{}' (cpu, cuda or auto)", device);
   std::string why;
   if (!cuda_available(&why)) {
-    if (device == "auto") return make_cpu_backend(cpu_threads);
+    if (device == "auto") return make_cpu_backend(cpu_threads, precision, kv_type);
     fail("--device cuda: {}", why);
   }
 #ifdef TURBOSPARK_HAVE_CUDA

@@ -13,6 +13,11 @@ void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
   sub->add_option("-t,--threads", o.threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1024));
   sub->add_option("--ctx", o.ctx, "context size in tokens (KV cache positions)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   sub->add_option("--batch", o.batch, "tokens per forward call in prefill")->check(CLI::Range(int64_t{1}, int64_t{8192}));
+  sub->add_option("--precision", o.precision,
+                  "CPU matmul activations: int16 (default), exact (f32: the reference path) or int8 (llama.cpp's scheme)")
+      ->check(CLI::IsMember({"int16", "exact", "int8"}));
+  sub->add_option("--kv-type", o.kv_type, "CPU KV cache element type: f32 (default) or f16 (half the memory; not with --precision exact)")
+      ->check(CLI::IsMember({"f32", "f16"}));
   sub->add_option("--device", o.device, "cpu, cuda, or auto: CUDA when a device is present (default: $TURBOSPARK_DEVICE, else auto)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
 }
@@ -31,7 +36,7 @@ std::unique_ptr<Backend> make_backend(const ModelOptions& o) {
     const char* env = std::getenv("TURBOSPARK_DEVICE");
     device = env && *env ? env : "auto";
   }
-  return ts::make_backend(device, resolve_threads(o.threads));
+  return ts::make_backend(device, resolve_threads(o.threads), parse_precision(o.precision), parse_kv_type(o.kv_type));
 }
 
 }  // namespace ts::cli

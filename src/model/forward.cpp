@@ -69,16 +69,12 @@ Forward::Forward(const Model& m, Backend& be, const ForwardOptions& opt) : m_(m)
     const Family& f = m.family();
     moe_ = std::make_unique<MoeLayer>(be, MoeShape{h.n_embd, h.n_ff_expert, h.n_expert, h.n_expert_used, f.router, f.expert_activation}, B);
     moe_routing_.resize(h.n_layer);
-  } else {
-    gate_ = be.alloc(B, h.n_ff);
-    up_ = be.alloc(B, h.n_ff);
-    ffn_act_ = be.alloc(B, h.n_ff);
   }
   for (int64_t l = 0; l < h.n_layer; ++l) rope_.push_back(rope_for_layer(m, l));
 }
 
 Forward::~Forward() {
-  for (Act* a : {&x_, &h_, &q_, &k_, &v_, &att_, &o_, &gate_, &up_, &ffn_act_, &ffn_out_, &head_in_, &logits_})
+  for (Act* a : {&x_, &h_, &q_, &k_, &v_, &att_, &o_, &ffn_out_, &head_in_, &logits_})
     if (a->data) be_.release(*a);
 }
 
@@ -87,10 +83,9 @@ void Forward::attention_block(int64_t l, Act x) {
   const Family& f = m_.family();
   const LayerWeights& w = m_.layer(l);
   const int64_t n = x.n;
-  Act h = h_.first(n), q = q_.first(n), k = k_.first(n), v = v_.first(n), att = att_.first(n);
-  be_.rms_norm(x, w.attn_norm, hp.norm_eps, hp.n_embd, h);
+  Act q = q_.first(n), k = k_.first(n), v = v_.first(n), att = att_.first(n);
   const MatmulOut qkv[] = {{&w.q, q, w.q_bias}, {&w.k, k, w.k_bias}, {&w.v, v, w.v_bias}};
-  be_.matmul_shared(h, qkv);
+  be_.matmul_shared(x, qkv, InputNorm{w.attn_norm, hp.norm_eps});
   if (w.q_norm) {
     be_.rms_norm(q, w.q_norm, hp.norm_eps, hp.head_dim, q);
     be_.rms_norm(k, w.k_norm, hp.norm_eps, hp.head_dim, k);
@@ -121,22 +116,19 @@ void Forward::ffn_block(int64_t l, Act x) {
   const HParams& hp = m_.hp();
   const LayerWeights& w = m_.layer(l);
   const int64_t n = x.n;
-  Act h = h_.first(n), y = ffn_out_.first(n);
-  be_.rms_norm(x, w.ffn_norm, hp.norm_eps, hp.n_embd, h);
+  Act y = ffn_out_.first(n);
   if (moe_) {
+    Act h = h_.first(n);
+    be_.rms_norm(x, w.ffn_norm, hp.norm_eps, hp.n_embd, h);
     moe_->forward(m_.experts(), l, w.router, w.router_bias, h, y, opt_.expert_order);
     moe_routing_[l] = moe_->last_routing();
   } else {
-    Act g = gate_.first(n), u = up_.first(n), a = ffn_act_.first(n);
-    const MatmulOut gate_up[] = {{&w.ffn_gate, g}, {&w.ffn_up, u}};
-    be_.matmul_shared(h, gate_up);
-    be_.glu(m_.family().ffn_activation, g, u, a);
-    if (!w.post_ffn_norm) {
-      const MatmulOut down{&w.ffn_down, x, nullptr, /*accumulate=*/true};
-      be_.matmul_shared(a, std::span(&down, 1));
-      return;
-    }
-    be_.matmul(w.ffn_down, a, y);
+    FfnWeights fw;
+    fw.gate = &w.ffn_gate;
+    fw.up = &w.ffn_up;
+    fw.down = &w.ffn_down;
+    fw.act = m_.family().ffn_activation;
+    be_.ffn(x, fw, y, InputNorm{w.ffn_norm, hp.norm_eps});
   }
   if (w.post_ffn_norm) be_.rms_norm(y, w.post_ffn_norm, hp.norm_eps, hp.n_embd, y);
   be_.add(x, y);

@@ -77,7 +77,7 @@ class Forward {
   bool moe_on_backend_ = false;  // the backend ran the last step's MoE layers itself (no host routing)
   std::vector<RopeParams> rope_;  // per layer
   int64_t head_rows_;             // rows per pass through the output head (bounds the logits buffer)
-  Act x_, h_, q_, k_, v_, att_, o_, gate_, up_, ffn_act_, ffn_out_, head_in_, logits_;
+  Act x_, h_, q_, k_, v_, att_, o_, ffn_out_, head_in_, logits_;
   // The current step as the backend receives it, and where each output row's logits go.
   std::vector<int32_t> ids_, out_rows_;
   std::vector<SeqRows> seq_rows_;

@@ -1,7 +1,8 @@
 // Every operation of the CUDA backend against the CPU backend (the definition) on random inputs:
-// products of every weight type on the matvec and GEMM paths, norms and element-wise operations,
-// attention over several sequences in prefill and decode shapes with every RoPE variant, windows
-// and sinks, the routed-expert operation against the MoE layer's loop, and asynchronous copies.
+// products of every weight type on the matvec and GEMM paths, normalised inputs and the gated FFN,
+// norms and element-wise operations, attention over several sequences in prefill and decode shapes
+// with every RoPE variant, windows and sinks, the routed-expert operation against the MoE layer's
+// loop, and asynchronous copies.
 // Tolerances follow the arithmetic: exact f32 activations (matvec) agree to ~1e-5, the half
 // precision paths (GEMM, KV cache) to ~1e-3. Skips without a CUDA device.
 #include <gtest/gtest.h>
@@ -48,7 +49,7 @@ class Ops : public testing::Test {
  protected:
   void SetUp() override {
     TS_REQUIRE_CUDA();
-    cpu_ = make_cpu_backend(2);
+    cpu_ = make_cpu_backend(2, Precision::Exact);  // the definition: exact f32 activations
     gpu_ = make_backend("cuda", 1);
   }
   void TearDown() override {
@@ -132,6 +133,34 @@ TEST_F(Ops, SharedProductsWithBiasAndAccumulation) {
     EXPECT_LT(diff(q), tol);
     EXPECT_LT(diff(k), tol);
     EXPECT_LT(diff(v), tol);
+  }
+}
+
+// The input normalised as it is read (InputNorm), and the whole gated FFN with biases.
+TEST_F(Ops, NormalisedInputsAndTheGatedFfn) {
+  std::mt19937 rng(6);
+  const int64_t d = 256, ff = 64;
+  const auto [g_c, g_g] = weights(GgmlType::Q8_0, ff, d, rng);
+  const auto [u_c, u_g] = weights(GgmlType::MXFP4, ff, d, rng);
+  const auto [d_c, d_g] = weights(GgmlType::Q8_0, d, ff, rng);
+  const auto [nw_c, nw_g] = vec(gaussian(d, rng));
+  const auto [gb_c, gb_g] = vec(gaussian(ff, rng));
+  const auto [db_c, db_g] = vec(gaussian(d, rng));
+  for (int64_t n : {1, 3, 9}) {
+    SCOPED_TRACE(n);
+    const double tol = n <= 4 ? 3e-5 : 3e-3;
+    const Twin x = twin(gaussian(n * d, rng, 3.0f), n, d), y = zeros(n, ff);
+    const MatmulOut oc[] = {{&g_c, y.cpu}}, og[] = {{&g_g, y.gpu}};
+    cpu_->matmul_shared(x.cpu, oc, InputNorm{nw_c, 1e-5f});
+    gpu_->matmul_shared(x.gpu, og, InputNorm{nw_g, 1e-5f});
+    EXPECT_LT(diff(y), tol);
+    for (Activation act : {Activation::SwiGLU, Activation::ClampedSwiGLU}) {
+      const Twin out = zeros(n, d);
+      const FfnWeights fc{&g_c, &u_c, &d_c, gb_c, nullptr, db_c, act}, fg{&g_g, &u_g, &d_g, gb_g, nullptr, db_g, act};
+      cpu_->ffn(x.cpu, fc, out.cpu, InputNorm{nw_c, 1e-5f});
+      gpu_->ffn(x.gpu, fg, out.gpu, InputNorm{nw_g, 1e-5f});
+      EXPECT_LT(diff(out), tol) << static_cast<int>(act);
+    }
   }
 }
 

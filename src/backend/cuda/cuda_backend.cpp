@@ -308,7 +308,12 @@ class CudaBackend final : public Backend {
     const MatmulOut o{&w, y};
     matmul_shared(x, std::span(&o, 1));
   }
-  void matmul_shared(Act x, std::span<const MatmulOut> outs) override {
+  void matmul_shared(Act x, std::span<const MatmulOut> outs, const InputNorm& norm = {}) override {
+    if (norm.w) {
+      const Act h{normed_.get<float>(x.n * x.dim), x.n, x.dim};
+      gpu::rms_norm(x.data, norm.w, norm.eps, x.dim, h.data, x.n, x.dim, stream_);
+      x = h;
+    }
     // Outputs of one weight type and width go together (a K-quant file mixes types across q/k/v).
     std::vector<bool> done(outs.size());
     for (size_t i = 0; i < outs.size(); ++i) {
@@ -323,6 +328,17 @@ class CudaBackend final : public Backend {
         }
       products(x, group);
     }
+  }
+  // The gated FFN as its operations: gate and up (with their biases) from one read of the input,
+  // the activation, then the down projection with its bias.
+  void ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm = {}) override {
+    const int64_t n = x.n, ff = w.gate->rows;
+    const Act g{ffn_gate_.get<float>(n * ff), n, ff}, u{ffn_up_.get<float>(n * ff), n, ff}, a{ffn_act_.get<float>(n * ff), n, ff};
+    const MatmulOut gate_up[] = {{w.gate, g, w.gate_bias}, {w.up, u, w.up_bias}};
+    matmul_shared(x, gate_up, norm);
+    glu(w.act, g, u, a);
+    const MatmulOut down{w.down, out, w.down_bias};
+    matmul_shared(a, std::span(&down, 1));
   }
   void add_bias(Act y, const float* b) override { gpu::add_bias(y.data, b, y.n, y.dim, stream_); }
   void add(Act dst, Act src) override { gpu::add(dst.data, src.data, dst.n * dst.dim, stream_); }
@@ -435,6 +451,7 @@ class CudaBackend final : public Backend {
   // Scratch.
   PinnedScratch staging_;
   Scratch native_, attn_scratch_, half_a_, half_a_lo_, half_w_, index_dev_, weights_dev_;
+  Scratch normed_, ffn_gate_, ffn_up_, ffn_act_;
   Scratch moe_logits_, moe_experts_, moe_weights_, moe_act_, moe_slots_;
   Scratch moe_sorted_, moe_ha_, moe_h_, moe_hact_, moe_down_, moe_gu_w_, moe_down_w_;
   PinnedScratch moe_host_experts_, moe_host_sorted_;

@@ -16,7 +16,7 @@ void chat_loop(const GenerationOptions& o) {
   LoadedModel m = load_for_generation(o);
   const Tokenizer& tok = *m.tokenizer;
   const ChatSetup cs = chat_setup(m, o);
-  Generator gen(*m.model, *m.backend, o.model.ctx, o.model.batch);
+  Generator gen(*m.model, *m.backend, tok, o.model.ctx, o.model.batch);
   Sampler sampler(sampler_config(o), m.model->hp().n_vocab);
   chat::Request req;
   req.reasoning_effort = o.reasoning_effort;
@@ -39,11 +39,9 @@ void chat_loop(const GenerationOptions& o) {
     if (line.empty()) continue;
     req.messages.push_back({"user", line, "", nullptr, ""});
     const std::vector<int32_t> prompt = tok.encode(chat::render(cs.format, req, cs.context), false, true);
-    ReplyPrinter out(tok, cs.format == chat::Format::Harmony, o.show_reasoning);
-    const GenerationStats st = gen.generate(
-        prompt, o.n_predict, sampler, [&](int32_t id) { return tok.is_eog(id); },
-        [&](int32_t id) { return out.push(id); });
-    out.finish();
+    ReplyPrinter out(cs.format == chat::Format::Harmony, o.show_reasoning);
+    const GenerationStats st =
+        gen.generate(prompt, o.n_predict, sampler, [&](const std::string& piece) { return out.push(piece); });
     std::printf("\n");
     std::fflush(stdout);
     std::fprintf(stderr, "[%s]\n", st.summary().c_str());

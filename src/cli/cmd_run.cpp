@@ -33,13 +33,11 @@ void run(const RunOptions& o) {
   } else {
     prompt = tok.encode(o.prompt, true, o.special);
   }
-  Generator gen(*m.model, *m.backend, o.gen.model.ctx, o.gen.model.batch);
+  Generator gen(*m.model, *m.backend, tok, o.gen.model.ctx, o.gen.model.batch);
   Sampler sampler(sampler_config(o.gen), m.model->hp().n_vocab);
-  ReplyPrinter out(tok, harmony, o.gen.show_reasoning);
-  const GenerationStats st = gen.generate(
-      prompt, o.gen.n_predict, sampler, [&](int32_t id) { return tok.is_eog(id); },
-      [&](int32_t id) { return out.push(id); });
-  out.finish();
+  ReplyPrinter out(harmony, o.gen.show_reasoning);
+  const GenerationStats st =
+      gen.generate(prompt, o.gen.n_predict, sampler, [&](const std::string& piece) { return out.push(piece); });
   std::printf("\n");
   std::fflush(stdout);  // the summary on stderr must follow the text, not interleave with it
   std::fprintf(stderr, "%s\n", st.summary().c_str());

@@ -10,5 +10,6 @@ void add_chat_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace ts::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   ts::cli::add_inspect_command(app);
   ts::cli::add_logits_command(app);
   ts::cli::add_synth_command(app);
+  ts::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

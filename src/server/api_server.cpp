@@ -69,7 +69,7 @@ std::array<unsigned char, SHA256_DIGEST_LENGTH> digest(const std::string& s) {
 std::string sse(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
 const char* endpoint_name(const std::string& path) {
-  for (const char* p : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/"})
+  for (const char* p : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/", "/tokenize", "/detokenize"})
     if (path == p) return p;
   if (path == "/chat/completions") return "/v1/chat/completions";
   if (path == "/completions") return "/v1/completions";
@@ -259,6 +259,28 @@ void ApiServer::routes() {
       send_json(res, 200, {{"id", model_.id}, {"object", "model"}, {"created", started_}, {"owned_by", "turbospark"}});
     });
   }
+  // llama-server's tokenizer endpoints: clients that count or build prompts in token ids use them.
+  http_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    authorize(req);
+    const json body = parse_body(req);
+    if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
+      throw ApiError(400, "'content' must be a string", "content");
+    const bool special = body.value("add_special", false);
+    send_json(res, 200, {{"tokens", model_.tok->encode(body["content"].get<std::string>(), special, false)}});
+  });
+  http_.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    authorize(req);
+    const json body = parse_body(req);
+    const json* ids = body.is_object() && body.contains("tokens") ? &body["tokens"] : nullptr;
+    if (!ids || !ids->is_array()) throw ApiError(400, "'tokens' must be an array of token ids", "tokens");
+    std::vector<int32_t> v;
+    for (const json& id : *ids) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= model_.tok->n_vocab())
+        throw ApiError(400, fmt::format("'tokens' holds {}, not a token id in [0, {})", id.dump(), model_.tok->n_vocab()), "tokens");
+      v.push_back(id.get<int32_t>());
+    }
+    send_json(res, 200, {{"content", model_.tok->decode(v)}});
+  });
   http_.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
   http_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     authorize(req);

@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
+# The server's Python tests make a virtual environment and gpt-oss models once; both builds share them.
+export TS_TEST_VENV="$PWD/build/test-venv" TS_MODELS="$PWD/build/test-models"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$jobs"
 ./build/turbospark run -n 1 --temp 0 -p "Hello" > /dev/null  # fetches the default model if needed

@@ -29,7 +29,10 @@ void fill_logprobs(const float* logits, int32_t n, int k, SampledToken& t) {
 }  // namespace
 
 Sequence::Sequence(const Model& m, Backend& be, const Tokenizer& tok, int64_t n_ctx)
-    : tok_(tok), kv_(be, m.hp(), n_ctx), logits_(static_cast<size_t>(m.hp().n_vocab)) {}
+    : tok_(tok), kv_(be, m.hp(), n_ctx), logits_(static_cast<size_t>(m.hp().n_vocab)) {
+  for (int32_t id = 0; id < tok.n_vocab(); ++id)
+    if (tok.is_eog(id)) eog_ids_.push_back(id);
+}
 
 int64_t Sequence::reusable(std::span<const int32_t> prompt) const {
   size_t keep = 0;
@@ -83,6 +86,8 @@ std::optional<SampledToken> Sequence::advance() {
   } else {
     cached_.push_back(last_);
   }
+  if (params_.ignore_eos)
+    for (int32_t id : eog_ids_) logits_[static_cast<size_t>(id)] = -INFINITY;
   SampledToken t;
   t.id = sampler_->sample(logits_.data());
   sampler_->accept(t.id);

@@ -34,6 +34,7 @@ struct SequenceParams {
   int64_t max_tokens = 256;
   std::vector<std::string> stop;  // stop strings
   int top_logprobs = -1;          // -1: no log-probabilities; else the chosen token's and this many best
+  bool ignore_eos = false;        // never sample end-of-generation tokens (benchmarks: exactly max_tokens)
 };
 
 struct TokenLogprob {
@@ -102,6 +103,7 @@ class Sequence {
   SequenceParams params_;
   std::optional<TextStream> text_;
   std::vector<float> logits_;
+  std::vector<int32_t> eog_ids_;  // the vocabulary's end-of-generation tokens
   int64_t reused_ = 0, generated_ = 0;
   Finish finish_ = Finish::Cancelled;  // nothing to generate before start()
 };

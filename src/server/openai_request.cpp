@@ -90,6 +90,7 @@ void common_settings(const Fields& f, const ServedModel& m, int64_t default_max_
     if (auto v = f.integer(key, 1, m.max_tokens)) g.max_tokens = *v;
   if (const json* n = f.get("n"); n && *n != 1) bad_param("n", "only n = 1 is supported");
   if (const json* lb = f.get("logit_bias"); lb && !lb->empty()) bad_param("logit_bias", "'logit_bias' is not supported");
+  g.ignore_eos = f.boolean("ignore_eos").value_or(false);  // llama-server's extension, for benchmarks
   g.stream = f.boolean("stream").value_or(false);
   if (const json* so = f.get("stream_options")) {
     const Fields opts(*so, "stream_options");

@@ -34,6 +34,7 @@ struct GenerationRequest {
   std::vector<int32_t> prompt;
   SamplerConfig sampler;
   int64_t max_tokens = 0;
+  bool ignore_eos = false;
   std::vector<std::string> stop;
   std::string model;          // as the client named it (echoed back)
 };

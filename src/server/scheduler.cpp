@@ -78,15 +78,14 @@ void Scheduler::admit() {
   std::vector<std::shared_ptr<Job>> taken;
   {
     std::lock_guard lock(mu_);
-    size_t free = slots_.size() - order_.size();
-    while (!queue_.empty() && (free > 0 || queue_.front()->cancelled())) {
-      if (!queue_.front()->cancelled()) {
-        taken.push_back(queue_.front());
-        --free;
-      } else {
-        queue_.front()->finish(cancelled_result());
-        ++stats_.cancelled;
-      }
+    std::erase_if(queue_, [&](const std::shared_ptr<Job>& job) {
+      if (!job->cancelled()) return false;
+      job->finish(cancelled_result());
+      ++stats_.cancelled;
+      return true;
+    });
+    while (!queue_.empty() && taken.size() + order_.size() < slots_.size()) {
+      taken.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
     stats_.queued = static_cast<int64_t>(queue_.size());

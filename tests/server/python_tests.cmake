@@ -14,3 +14,6 @@ foreach(t test_openai test_harmony load_test test_browser)
   add_test(NAME server_${t} COMMAND bash ${ts_server_py} ${t})
   set_tests_properties(server_${t} PROPERTIES FIXTURES_REQUIRED server_python ENVIRONMENT "${ts_server_env}" TIMEOUT 1200)
 endforeach()
+# The load test keeps every core busy for a minute: alone, it neither slows timing-sensitive tests
+# nor is slowed by them (its tok/s line is then meaningful).
+set_tests_properties(server_load_test PROPERTIES RUN_SERIAL TRUE)

@@ -27,14 +27,18 @@ def prompt(i, words):
     return f"Story {i}: " + " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(words))
 
 
-def one(url, model, i, words, tokens, out):
+def one(url, api, model, i, words, tokens, out):
     u = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
-    body = {"prompt": prompt(i, words), "max_tokens": tokens, "temperature": 0, "stream": True, "ignore_eos": True}
+    if api == "openai":
+        path, body = "/v1/completions", {"prompt": prompt(i, words), "max_tokens": tokens}
+    else:  # llama-server's native endpoint
+        path, body = "/completion", {"prompt": prompt(i, words), "n_predict": tokens}
+    body.update({"temperature": 0, "stream": True, "ignore_eos": True})
     if model:
         body["model"] = model
     start = time.perf_counter()
-    conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
     r = conn.getresponse()
     if r.status != 200:
         raise RuntimeError(f"HTTP {r.status}: {r.read()[:300]}")
@@ -44,19 +48,25 @@ def one(url, model, i, words, tokens, out):
         if not line.startswith(b"data: ") or line == b"data: [DONE]":
             continue
         ev = json.loads(line[6:])
-        for ch in ev.get("choices", []):
-            if ch.get("text") is not None and ch.get("finish_reason") is None:
+        if "error" in ev:
+            raise RuntimeError(f"request {i}: {ev['error']}")
+        # OpenAI: {"choices": [{"text", "finish_reason"}]}; llama-server native: {"content", "stop", "stop_type"}.
+        pieces = [(ch.get("text"), ch.get("finish_reason")) for ch in ev.get("choices", [])]
+        if "content" in ev:
+            pieces.append((ev["content"], "length" if ev.get("stop_type") == "limit" else ev.get("stop_type") if ev.get("stop") else None))
+        for text, fin in pieces:
+            if text:
                 chunks += 1
                 if first is None:
                     first = time.perf_counter() - start
-            finish = ch.get("finish_reason") or finish
+            finish = fin or finish
     out[i] = (start, time.perf_counter(), first, chunks, finish)
     conn.close()
 
 
-def round_(url, model, n, words, tokens, offset):
+def round_(url, api, model, n, words, tokens, offset):
     out = {}
-    threads = [threading.Thread(target=one, args=(url, model, offset + i, words, tokens, out)) for i in range(n)]
+    threads = [threading.Thread(target=one, args=(url, api, model, offset + i, words, tokens, out)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
@@ -73,13 +83,14 @@ def round_(url, model, n, words, tokens, offset):
             "ttft_median_s": round(statistics.median(v[2] for v in out.values()), 3),
             "ttft_max_s": round(max(v[2] for v in out.values()), 3),
             # One stream's own decode speed: tokens after the first over the time after the first.
-            "stream_decode_tok_per_s": round(statistics.median((v[3] - 1) / (v[1] - v[0] - v[2]) for v in out.values()), 2)}
+            "stream_decode_tok_per_s": round(statistics.median((tokens - 1) / (v[1] - v[0] - v[2]) for v in out.values()), 2)}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--url", required=True)
     ap.add_argument("--model", default="")
+    ap.add_argument("--api", choices=("openai", "llama"), default="openai", help="llama: llama-server's native /completion")
     ap.add_argument("--streams", default="1,4,16")
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--prompt-words", type=int, default=24)
@@ -87,9 +98,9 @@ def main():
     ap.add_argument("--warmup", action="store_true", help="one untimed request first")
     a = ap.parse_args()
     if a.warmup:
-        round_(a.url, a.model, 1, a.prompt_words, 4, 10_000)
+        round_(a.url, a.api, a.model, 1, a.prompt_words, 4, 10_000)
     for k, n in enumerate(int(x) for x in a.streams.split(",")):
-        r = round_(a.url, a.model, n, a.prompt_words, a.tokens, 1000 * (k + 1))
+        r = round_(a.url, a.api, a.model, n, a.prompt_words, a.tokens, 1000 * (k + 1))
         r["label"] = a.label
         print(json.dumps(r), flush=True)
 

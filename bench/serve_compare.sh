@@ -6,7 +6,9 @@
 #
 #   LLAMA_SERVER=/path/to/llama-server bench/serve_compare.sh MODEL.gguf
 # Env: TURBOSPARK (build/turbospark), THREADS (2), STREAMS (1,4,16), TOKENS (64), REPS (3),
-#      CTX (context per sequence, 1024), OUT (/tmp/serve_compare.jsonl).
+#      CTX (context per sequence, 1024), OUT (/tmp/serve_compare.jsonl), LLAMA_ENV (environment for
+#      llama-server; default OMP_WAIT_POLICY=passive: on a shared, oversubscribed machine OpenMP's
+#      spinning makes llama.cpp several times slower, and passive waiting is its best setting there).
 set -euo pipefail
 model=${1:?usage: LLAMA_SERVER=... $0 MODEL.gguf}
 : "${LLAMA_SERVER:?set LLAMA_SERVER to a llama-server binary}"
@@ -17,31 +19,41 @@ here="$(cd "$(dirname "$0")" && pwd)"
 slots=$(tr ',' '\n' <<<"$streams" | sort -n | tail -1)
 port=$((20000 + RANDOM % 20000))
 : >"$out"
+: >"$out.turbospark.log"
+: >"$out.llama-server.log"
 
 serve() {  # $1 = turbospark | llama-server; starts it in the background, sets $pid
   if [ "$1" = turbospark ]; then
-    "$ts" serve -m "$model" --port "$port" -t "$threads" --parallel "$slots" --ctx "$ctx" --quiet 2>/dev/null &
+    "$ts" serve -m "$model" --port "$port" -t "$threads" --parallel "$slots" --ctx "$ctx" --quiet 2>>"$out.turbospark.log" &
   else
-    "$LLAMA_SERVER" -m "$model" --port "$port" -t "$threads" -tb "$threads" -np "$slots" -c $((slots * ctx)) \
-      --no-webui --log-disable >/dev/null 2>&1 &
+    env ${LLAMA_ENV-OMP_WAIT_POLICY=passive} "$LLAMA_SERVER" -m "$model" --port "$port" -t "$threads" -tb "$threads" -np "$slots" -c $((slots * ctx)) \
+      --no-webui >>"$out.llama-server.log" 2>&1 &
   fi
   pid=$!
   for _ in $(seq 600); do
     curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return 0
-    kill -0 "$pid" 2>/dev/null || { echo "$1 did not start" >&2; exit 1; }
+    kill -0 "$pid" 2>/dev/null || { echo "$1 did not start (see $out.$1.log)" >&2; exit 1; }
     sleep 0.2
   done
   echo "$1 did not become healthy" >&2
   exit 1
 }
 
+trap '[ -n "${pid:-}" ] && kill "$pid" 2>/dev/null' EXIT  # never leave a server behind
+
 for rep in $(seq "$reps"); do
   for server in turbospark llama-server; do
     serve "$server"
-    python3 "$here/serve_bench.py" --url "http://127.0.0.1:$port" --streams "$streams" --tokens "$tokens" \
+    # llama-server's OpenAI endpoint runs gpt-oss output through its chat parser, which rejects random
+    # weights' output; its native /completion endpoint generates the same way without it.
+    api=openai
+    [ "$server" = llama-server ] && api=llama
+    python3 "$here/serve_bench.py" --url "http://127.0.0.1:$port" --api "$api" --streams "$streams" --tokens "$tokens" \
       --label "$server" --warmup | tee -a "$out"
     kill "$pid"
     wait "$pid" 2>/dev/null || true
+    pid=
+    port=$((port + 1))  # the next server does not wait for this one's socket to be released
   done
 done
 

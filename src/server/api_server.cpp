@@ -110,7 +110,8 @@ struct ApiServer::Stream {
   // One turn of httplib's chunked content provider: writes what is new; false ends the response.
   bool pump(httplib::DataSink& sink) {
     ConnectionContext& c = this_connection();
-    if (!sent_first) {
+    if (!sent_first && meta.chat) {
+      // Chat streams open with the assistant's role at once, as OpenAI's do.
       sent_first = true;
       const std::string first = sse(chunk_json(meta, tok, reply, ReplyDelta{}, true, std::nullopt));
       return sink.write(first.data(), first.size());

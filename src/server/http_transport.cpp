@@ -139,6 +139,12 @@ GuardedServer::GuardedServer(const TransportLimits& limits) : lim_(limits) {
   const auto usec = [](double s) { return static_cast<time_t>(s * 1e6) % 1000000; };
   set_read_timeout(static_cast<time_t>(limits.request_timeout), usec(limits.request_timeout));
   set_write_timeout(static_cast<time_t>(limits.write_timeout), usec(limits.write_timeout));
+  // SO_REUSEADDR, so that a restarted server can bind while old connections linger in TIME_WAIT;
+  // not httplib's SO_REUSEPORT, which would let a second server silently share the port.
+  set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
 }
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {

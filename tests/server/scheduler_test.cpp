@@ -3,13 +3,17 @@
 // decode steps, and with its prefix reused from a finished slot's cache. Cancellation (while decoding
 // and while prefilling) ends a request within a step and frees its KV cache; a full context ends it
 // with ContextFull. The model is a tiny random-weight llama with a real 32000-token vocabulary.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <thread>
 
-#include "cli/cli_harness.h"
 #include "runtime/generator.h"
 #include "server/scheduler.h"
+#include "synth/synthesize.h"
 
 namespace ts::server {
 namespace {
@@ -19,20 +23,22 @@ using namespace std::chrono_literals;
 class SchedulerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new test::ScratchDir;
-    const std::string path = dir_->file("llama.gguf");
-    const auto r = test::run_cli({"synth", "--arch", "llama", "--preset", "tiny", "--vocab-from",
-                                  std::string(TS_TEST_DATA) + "/tokenizers/ggml-vocab-llama-spm.gguf", "-o", path}, *dir_);
-    ASSERT_EQ(r.code, 0) << r.err;
+    path_ = new std::string((std::filesystem::temp_directory_path() / fmt::format("ts-scheduler-{}.gguf", ::getpid())).string());
+    synth::SynthConfig c = synth::preset_config("llama", "tiny");
+    c.embd_type = c.dense_type;  // as `turbospark synth` does
+    c.vocab_from = std::string(TS_TEST_DATA) + "/tokenizers/ggml-vocab-llama-spm.gguf";
+    ThreadPool pool(2);
+    synth::synthesize(c, *path_, pool, synth::SynthOptions{true, false});
     be_ = make_cpu_backend(2).release();
-    model_ = Model::load(path, *be_).release();
+    model_ = Model::load(*path_, *be_).release();
     tok_ = Tokenizer::from_gguf(model_->gguf()).release();
   }
   static void TearDownTestSuite() {
     delete tok_;
     delete model_;
     delete be_;
-    delete dir_;
+    std::filesystem::remove(*path_);
+    delete path_;
   }
 
   static std::vector<int32_t> prompt(int i, size_t n = 12) {
@@ -88,12 +94,12 @@ class SchedulerTest : public ::testing::Test {
     return text;
   }
 
-  static test::ScratchDir* dir_;
+  static std::string* path_;
   static Backend* be_;
   static Model* model_;
   static Tokenizer* tok_;
 };
-test::ScratchDir* SchedulerTest::dir_ = nullptr;
+std::string* SchedulerTest::path_ = nullptr;
 Backend* SchedulerTest::be_ = nullptr;
 Model* SchedulerTest::model_ = nullptr;
 Tokenizer* SchedulerTest::tok_ = nullptr;

@@ -27,7 +27,7 @@ def prompt(i, words):
     return f"Story {i}: " + " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(words))
 
 
-def one(url, api, model, i, words, tokens, out):
+def one(url, api, model, i, words, tokens, ban, out):
     u = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
     if api == "openai":
@@ -35,6 +35,8 @@ def one(url, api, model, i, words, tokens, out):
     else:  # llama-server's native endpoint
         path, body = "/completion", {"prompt": prompt(i, words), "n_predict": tokens}
     body.update({"temperature": 0, "stream": True, "ignore_eos": True})
+    if ban:  # tokens never to generate, the same way for both servers
+        body["logit_bias"] = {str(t): -100 for t in ban} if api == "openai" else [[t, False] for t in ban]
     if model:
         body["model"] = model
     start = time.perf_counter()
@@ -64,9 +66,9 @@ def one(url, api, model, i, words, tokens, out):
     conn.close()
 
 
-def round_(url, api, model, n, words, tokens, offset):
+def round_(url, api, model, n, words, tokens, offset, ban=()):
     out = {}
-    threads = [threading.Thread(target=one, args=(url, api, model, offset + i, words, tokens, out)) for i in range(n)]
+    threads = [threading.Thread(target=one, args=(url, api, model, offset + i, words, tokens, ban, out)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
@@ -95,12 +97,18 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--prompt-words", type=int, default=24)
     ap.add_argument("--label", default="")
+    ap.add_argument("--ban", default="", help="token ids never to generate, e.g. 3-258 (a random-weight model's byte "
+                    "tokens, whose invalid UTF-8 llama-server's output parser rejects)")
     ap.add_argument("--warmup", action="store_true", help="one untimed request first")
     a = ap.parse_args()
+    ban = []
+    for part in filter(None, a.ban.split(",")):
+        lo, _, hi = part.partition("-")
+        ban += range(int(lo), int(hi or lo) + 1)
     if a.warmup:
-        round_(a.url, a.api, a.model, 1, a.prompt_words, 4, 10_000)
+        round_(a.url, a.api, a.model, 1, a.prompt_words, 4, 10_000, ban)
     for k, n in enumerate(int(x) for x in a.streams.split(",")):
-        r = round_(a.url, a.api, a.model, n, a.prompt_words, a.tokens, 1000 * (k + 1))
+        r = round_(a.url, a.api, a.model, n, a.prompt_words, a.tokens, 1000 * (k + 1), ban)
         r["label"] = a.label
         print(json.dumps(r), flush=True)
 

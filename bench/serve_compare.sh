@@ -8,7 +8,9 @@
 # Env: TURBOSPARK (build/turbospark), THREADS (2), STREAMS (1,4,16), TOKENS (64), REPS (3),
 #      CTX (context per sequence, 1024), OUT (/tmp/serve_compare.jsonl), LLAMA_ENV (environment for
 #      llama-server; default OMP_WAIT_POLICY=passive: on a shared, oversubscribed machine OpenMP's
-#      spinning makes llama.cpp several times slower, and passive waiting is its best setting there).
+#      spinning makes llama.cpp several times slower, and passive waiting is its best setting there),
+#      BAN (token ids neither server may generate, e.g. 3-258: the byte tokens of a llama vocabulary,
+#      whose invalid UTF-8 from random weights llama-server's output parser rejects).
 set -euo pipefail
 model=${1:?usage: LLAMA_SERVER=... $0 MODEL.gguf}
 : "${LLAMA_SERVER:?set LLAMA_SERVER to a llama-server binary}"
@@ -49,7 +51,7 @@ for rep in $(seq "$reps"); do
     api=openai
     [ "$server" = llama-server ] && api=llama
     python3 "$here/serve_bench.py" --url "http://127.0.0.1:$port" --api "$api" --streams "$streams" --tokens "$tokens" \
-      --label "$server" --warmup | tee -a "$out"
+      --label "$server" --ban "${BAN:-}" --warmup | tee -a "$out"
     kill "$pid"
     wait "$pid" 2>/dev/null || true
     pid=

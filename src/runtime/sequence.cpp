@@ -45,6 +45,8 @@ void Sequence::start(const std::vector<int32_t>& prompt, Sampler& sampler, const
   if (static_cast<int64_t>(prompt.size()) >= kv_.n_ctx)
     fail("the prompt has {} tokens but the context holds {} (raise it with --ctx)", prompt.size(), kv_.n_ctx);
   if (p.max_tokens < 1) fail("the token budget must be at least 1, got {}", p.max_tokens);
+  for (const auto& [id, bias] : p.logit_bias)
+    if (id < 0 || id >= tok_.n_vocab()) fail("logit bias for token {}, outside the vocabulary [0, {})", id, tok_.n_vocab());
   reused_ = reusable(prompt);
   cached_.resize(static_cast<size_t>(reused_));
   kv_.n_past = reused_;
@@ -85,6 +87,10 @@ std::optional<SampledToken> Sequence::advance() {
     if (prefilling()) return std::nullopt;
   } else {
     cached_.push_back(last_);
+  }
+  for (const auto& [id, bias] : params_.logit_bias) {
+    float& l = logits_[static_cast<size_t>(id)];
+    l = bias <= -100 ? -INFINITY : bias >= 100 ? INFINITY : l + bias;
   }
   if (params_.ignore_eos)
     for (int32_t id : eog_ids_) logits_[static_cast<size_t>(id)] = -INFINITY;

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/forward.h"
@@ -35,6 +36,8 @@ struct SequenceParams {
   std::vector<std::string> stop;  // stop strings
   int top_logprobs = -1;          // -1: no log-probabilities; else the chosen token's and this many best
   bool ignore_eos = false;        // never sample end-of-generation tokens (benchmarks: exactly max_tokens)
+  // Added to a token's logit before sampling (OpenAI's logit_bias); -100 bans it, +100 forces it.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 struct TokenLogprob {

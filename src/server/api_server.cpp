@@ -181,6 +181,7 @@ void ApiServer::generate(const httplib::Request& req, httplib::Response& res, bo
   job->params.max_tokens = g.max_tokens;
   job->params.top_logprobs = g.top_logprobs;
   job->params.ignore_eos = g.ignore_eos;
+  job->params.logit_bias = g.logit_bias;
   if (!g.harmony) job->params.stop = g.stop;  // a Harmony reply's stop strings apply to its content (Reply)
   if (!sched_.submit(job)) throw ApiError(503, "The server is busy: its request queue is full; retry later", "", "server_busy");
   auto s = std::make_shared<Stream>(job, g, *model_.tok);

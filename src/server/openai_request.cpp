@@ -89,7 +89,18 @@ void common_settings(const Fields& f, const ServedModel& m, int64_t default_max_
   for (const char* key : {"max_tokens", "max_completion_tokens"})
     if (auto v = f.integer(key, 1, m.max_tokens)) g.max_tokens = *v;
   if (const json* n = f.get("n"); n && *n != 1) bad_param("n", "only n = 1 is supported");
-  if (const json* lb = f.get("logit_bias"); lb && !lb->empty()) bad_param("logit_bias", "'logit_bias' is not supported");
+  if (const json* lb = f.get("logit_bias")) {
+    if (!lb->is_object()) bad_param("logit_bias", "'logit_bias' must be an object mapping token ids to numbers");
+    if (lb->size() > 4096) bad_param("logit_bias", "'logit_bias' may hold at most 4096 tokens");
+    for (const auto& [key, value] : lb->items()) {
+      int64_t id = -1;
+      if (!key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos) id = std::stoll(key);
+      if (id < 0 || id >= m.tok->n_vocab()) bad_param("logit_bias", "'logit_bias' key '{}' is not a token id in [0, {})", key, m.tok->n_vocab());
+      if (!value.is_number() || value.get<double>() < -100 || value.get<double>() > 100)
+        bad_param("logit_bias", "'logit_bias' values must be numbers in [-100, 100]");
+      g.logit_bias.emplace_back(static_cast<int32_t>(id), value.get<float>());
+    }
+  }
   g.ignore_eos = f.boolean("ignore_eos").value_or(false);  // llama-server's extension, for benchmarks
   g.stream = f.boolean("stream").value_or(false);
   if (const json* so = f.get("stream_options")) {

@@ -1,7 +1,7 @@
 // OpenAI request bodies -> what the scheduler runs. Every parameter is type- and range-checked here,
 // and anything wrong is an ApiError (400) naming the parameter, before a job exists. Unknown fields
 // are ignored (clients send many optional ones); known ones TurboSpark cannot honour (n > 1,
-// echo, suffix, logit_bias, forced tool choice) are refused rather than silently ignored.
+// echo, suffix, forced tool choice) are refused rather than silently ignored.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -35,6 +35,7 @@ struct GenerationRequest {
   SamplerConfig sampler;
   int64_t max_tokens = 0;
   bool ignore_eos = false;
+  std::vector<std::pair<int32_t, float>> logit_bias;
   std::vector<std::string> stop;
   std::string model;          // as the client named it (echoed back)
 };

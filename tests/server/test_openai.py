@@ -103,6 +103,16 @@ class OpenAIClient(unittest.TestCase):
             self.assertGreaterEqual(t.top_logprobs[0].logprob, t.top_logprobs[1].logprob)
         self.assertEqual("".join(t.token for t in lp), r.choices[0].message.content)
 
+    def test_logit_bias_bans_and_forces_tokens(self):
+        text, _, _ = chat(self.c, self.model, QUESTION, temperature=0, max_tokens=4)
+        first = self.server.post("/tokenize", {"content": text})[1]["tokens"][0]
+        banned = chat(self.c, self.model, QUESTION, temperature=0, max_tokens=4, logit_bias={str(first): -100})[0]
+        self.assertNotEqual(self.server.post("/tokenize", {"content": banned})[1]["tokens"][0], first)
+        river = self.server.post("/tokenize", {"content": " river"})[1]["tokens"]
+        self.assertEqual(len(river), 1)
+        forced = chat(self.c, self.model, QUESTION, temperature=0.8, max_tokens=4, logit_bias={str(river[0]): 100})[0]
+        self.assertEqual(forced, " river" * 4)
+
     def test_stop_string_cuts_the_text(self):
         text = chat(self.c, self.model, QUESTION, temperature=0, max_tokens=N)[0]
         word = text.split()[2]
@@ -188,7 +198,8 @@ class BadRequests(unittest.TestCase):
                           (dict(max_tokens=0), "max_tokens"), (dict(max_tokens=101), "max_tokens"),
                           (dict(top_p=0), "top_p"), (dict(n=2), "n"), (dict(stop=[1]), "stop"),
                           (dict(seed="x"), "seed"), (dict(tools=[{"type": "function", "function": {"name": "f"}}]), "tools"),
-                          (dict(top_logprobs=2), "top_logprobs")]:
+                          (dict(top_logprobs=2), "top_logprobs"), (dict(logit_bias={"abc": 1}), "logit_bias"),
+                          (dict(logit_bias={"5": 101}), "logit_bias")]:
             with self.assertRaises(openai.BadRequestError, msg=str(kw)) as e:
                 self.c.chat.completions.create(model=self.model, messages=msgs, **kw)
             self.assertEqual(e.exception.status_code, 400)

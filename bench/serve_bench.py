@@ -22,7 +22,12 @@ WORDS = ("river mountain forest ocean desert valley island glacier canyon meadow
          "lantern compass journey winter summer autumn spring thunder whisper shadow").split()
 
 
+FIXED_PROMPT = None  # --prompt: every request asks this
+
+
 def prompt(i, words):
+    if FIXED_PROMPT is not None:
+        return FIXED_PROMPT
     # Distinct from the first word on, so that no request can reuse another's cached prompt.
     return f"Story {i}: " + " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(words))
 
@@ -97,10 +102,13 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--prompt-words", type=int, default=24)
     ap.add_argument("--label", default="")
+    ap.add_argument("--prompt", help="one prompt for every request (default: a distinct one each)")
     ap.add_argument("--ban", default="", help="token ids never to generate, e.g. 3-258 (a random-weight model's byte "
                     "tokens, whose invalid UTF-8 llama-server's output parser rejects)")
     ap.add_argument("--warmup", action="store_true", help="one untimed request first")
     a = ap.parse_args()
+    global FIXED_PROMPT
+    FIXED_PROMPT = a.prompt
     ban = []
     for part in filter(None, a.ban.split(",")):
         lo, _, hi = part.partition("-")

@@ -154,6 +154,7 @@ ApiServer::~ApiServer() { stop(); }
 int ApiServer::bind() {
   const int port = opt_.port == 0 ? http_.bind_to_any_port(opt_.host) : (http_.bind_to_port(opt_.host, opt_.port) ? opt_.port : -1);
   if (port < 0) fail("cannot listen on {}:{} (address in use, or not an address of this machine)", opt_.host, opt_.port);
+  http_.widen_backlog(opt_.limits.max_connections + 64);
   return port;
 }
 

@@ -147,6 +147,8 @@ GuardedServer::GuardedServer(const TransportLimits& limits) : lim_(limits) {
   });
 }
 
+void GuardedServer::widen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
   const int64_t open = ++open_;
   ConnectionContext& c = this_connection();

@@ -44,6 +44,10 @@ class GuardedServer : public httplib::Server {
  public:
   explicit GuardedServer(const TransportLimits& limits);
   int64_t open_connections() const { return open_.load(); }
+  // After binding: httplib 0.11 listens with a backlog of 5, so a burst of clients connecting at once
+  // overflows it (dropped SYNs cost a second each, and some connections are reset). Linux takes a
+  // second listen() on the socket as a new backlog.
+  void widen_backlog(int backlog);
 
  private:
   bool process_and_close_socket(socket_t sock) override;

@@ -2,8 +2,7 @@
 # Installs what TurboSpark needs to build and test, from Debian 12 packages only. Skips apt when
 # everything is already there, so repeated runs are fast and work offline.
 set -euo pipefail
-# libcpp-httplib-dev: the HTTP server; python3-venv: the server tests install the `openai` client and
-# selenium from PyPI into a venv; chromium + chromium-driver: the web page's browser test.
+# libcpp-httplib-dev: the HTTP server; chromium + chromium-driver: the web page's browser test.
 pkgs=(build-essential cmake pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libssl-dev
       libgtest-dev libgmock-dev libbenchmark-dev python3 python3-pip python3-venv ca-certificates
       libcpp-httplib-dev chromium chromium-driver)

@@ -6,13 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
-# The server's Python tests make a virtual environment and gpt-oss models once; both builds share them.
-export TS_TEST_VENV="$PWD/build/test-venv" TS_MODELS="$PWD/build/test-models"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+python=$(bash scripts/python-env.sh)
+# The server's Python tests synthesize gpt-oss models once; both builds share them.
+export TS_MODELS="$PWD/build/test-models"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTURBOSPARK_PYTHON="$python"
 cmake --build build -j"$jobs"
 ./build/turbospark run -n 1 --temp 0 -p "Hello" > /dev/null  # fetches the default model if needed
 bash scripts/fetch-test-models.sh || echo "warning: Gemma-3-270M could not be fetched; its tests will skip"
 (cd build && ctest --output-on-failure -j"$jobs")
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTURBOSPARK_SANITIZE=ON
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTURBOSPARK_SANITIZE=ON -DTURBOSPARK_PYTHON="$python"
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$jobs" -E "${TURBOSPARK_ASAN_EXCLUDE:-^$}")

@@ -16,7 +16,8 @@ void chat_loop(const GenerationOptions& o) {
   LoadedModel m = load_for_generation(o);
   const Tokenizer& tok = *m.tokenizer;
   const ChatSetup cs = chat_setup(m, o);
-  Generator gen(*m.model, *m.backend, tok, o.model.ctx, o.model.batch);
+  Generator gen(*m.model, *m.backend, tok, o.model.ctx, m.forward_options(o));
+  ResidualCapture capture;  // one snapshot per turn, at the turn's last prompt token
   Sampler sampler(sampler_config(o), m.model->hp().n_vocab);
   chat::Request req;
   req.reasoning_effort = o.reasoning_effort;
@@ -40,12 +41,14 @@ void chat_loop(const GenerationOptions& o) {
     req.messages.push_back({"user", line, "", nullptr, ""});
     const std::vector<int32_t> prompt = tok.encode(chat::render(cs.format, req, cs.context), false, true);
     ReplyPrinter out(cs.format == chat::Format::Harmony, o.show_reasoning);
+    if (!o.steer.capture_path.empty()) gen.capture_next(&capture);
     const GenerationStats st =
         gen.generate(prompt, o.n_predict, sampler, [&](const std::string& piece) { return out.push(piece); });
     std::printf("\n");
     std::fflush(stdout);
     std::fprintf(stderr, "[%s]\n", st.summary().c_str());
     req.messages.push_back({"assistant", out.text(), "", nullptr, ""});
+    if (!o.steer.capture_path.empty()) capture.write(o.steer.capture_path);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/steering_options.h"
 #include "model/forward.h"
 #include "runtime/token_file.h"
 #include "util/atomic_file.h"
@@ -18,6 +19,7 @@ struct LogitsOptions {
   std::string tokens, out;
   bool sequential = false;
   std::string expert_order = "ascending";
+  SteeringOptions steer;
 };
 
 void run_logits(const LogitsOptions& o) {
@@ -29,15 +31,23 @@ void run_logits(const LogitsOptions& o) {
   ForwardOptions fo;
   fo.max_batch = o.sequential ? 1 : std::min<int64_t>(o.model.batch, n);
   fo.expert_order = o.expert_order == "descending" ? ExpertOrder::Descending : ExpertOrder::Ascending;
+  const std::unique_ptr<Steering> steering = o.steer.load(*be, model->hp().n_layer, model->hp().n_embd);
+  fo.steering = steering.get();
   Forward fwd(*model, *be, fo);
+  ResidualCapture capture;
+  const bool capturing = !o.steer.capture_path.empty();
   std::vector<float> logits(static_cast<size_t>(n) * V);
   // Prefill goes through the batched path in chunks; --sequential feeds one token at a time
   // through the decode path. Both must agree (the parity tests check each against the reference).
   for (int64_t i = 0; i < n; i += fo.max_batch) {
     const int64_t m = std::min(fo.max_batch, n - i);
-    fwd.run(kv, ids.data() + i, m, true, logits.data() + i * V);
+    // Without --capture-all only the last token of the whole input is captured.
+    const bool cap = capturing && (o.steer.capture_all || i + m == n);
+    const SeqStep s{&kv, ids.data() + i, m, true, logits.data() + i * V, cap ? &capture : nullptr, o.steer.capture_all};
+    fwd.run(std::span<const SeqStep>(&s, 1));
   }
   write_file_atomically(o.out, logits.data(), logits.size() * sizeof(float));
+  if (capturing) capture.write(o.steer.capture_path);
 }
 
 }  // namespace
@@ -51,6 +61,7 @@ void add_logits_command(CLI::App& app) {
   sub->add_flag("--sequential", o->sequential, "feed one token at a time through the decode path");
   sub->add_option("--expert-order", o->expert_order, "order in which routed experts are computed (a testing aid: the output must not change)")
       ->check(CLI::IsMember({"ascending", "descending"}));
+  add_steering_options(sub, o->steer, true);
   sub->callback([o] { run_logits(*o); });
 }
 

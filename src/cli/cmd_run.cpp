@@ -33,7 +33,9 @@ void run(const RunOptions& o) {
   } else {
     prompt = tok.encode(o.prompt, true, o.special);
   }
-  Generator gen(*m.model, *m.backend, tok, o.gen.model.ctx, o.gen.model.batch);
+  Generator gen(*m.model, *m.backend, tok, o.gen.model.ctx, m.forward_options(o.gen));
+  ResidualCapture capture;
+  if (!o.gen.steer.capture_path.empty()) gen.capture_next(&capture);
   Sampler sampler(sampler_config(o.gen), m.model->hp().n_vocab);
   ReplyPrinter out(harmony, o.gen.show_reasoning);
   const GenerationStats st =
@@ -41,6 +43,7 @@ void run(const RunOptions& o) {
   std::printf("\n");
   std::fflush(stdout);  // the summary on stderr must follow the text, not interleave with it
   std::fprintf(stderr, "%s\n", st.summary().c_str());
+  if (!o.gen.steer.capture_path.empty()) capture.write(o.gen.steer.capture_path);
 }
 
 }  // namespace

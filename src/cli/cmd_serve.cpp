@@ -15,7 +15,7 @@ namespace ts::cli {
 namespace {
 
 struct ServeOptions {
-  GenerationOptions gen;  // model, threads, context, batch, chat template
+  GenerationOptions gen;  // model, threads, context, batch (rows per step), chat template
   server::SchedulerOptions sched;
   server::ApiOptions api;
   std::string alias;
@@ -45,7 +45,7 @@ void serve(ServeOptions o) {
     std::fprintf(stderr, "turbospark: note: /v1/chat/completions is off: %s\n", e.what());
   }
   o.sched.n_ctx = o.gen.model.ctx;
-  o.sched.max_batch = o.gen.model.batch;
+  o.sched.forward = m.forward_options(o.gen);
   server::Scheduler sched(*m.model, *m.backend, *m.tokenizer, o.sched);
   server::ApiServer api(served, sched, o.api);
   const int port = api.bind();

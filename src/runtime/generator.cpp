@@ -11,12 +11,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-ForwardOptions batch_options(int64_t batch) {
-  ForwardOptions o;
-  o.max_batch = batch;
-  return o;
-}
-
 }  // namespace
 
 std::string GenerationStats::summary() const {
@@ -26,8 +20,8 @@ std::string GenerationStats::summary() const {
                      reused_tokens, pp, generated, tg);
 }
 
-Generator::Generator(const Model& m, Backend& be, const Tokenizer& tok, int64_t n_ctx, int64_t batch)
-    : fwd_(m, be, batch_options(batch)), seq_(m, be, tok, n_ctx) {}
+Generator::Generator(const Model& m, Backend& be, const Tokenizer& tok, int64_t n_ctx, const ForwardOptions& fo)
+    : fwd_(m, be, fo), seq_(m, be, tok, n_ctx) {}
 
 GenerationStats Generator::generate(const std::vector<int32_t>& prompt, int64_t max_tokens, Sampler& sampler,
                                     const std::function<bool(const std::string&)>& on_text) {
@@ -42,7 +36,11 @@ GenerationStats Generator::generate(const std::vector<int32_t>& prompt, int64_t 
   const double t0 = now_seconds();
   double t1 = t0;
   while (!seq_.done()) {
-    const SeqStep step = seq_.next_step(fwd_.max_batch());
+    SeqStep step = seq_.next_step(fwd_.max_batch());
+    if (step.logits && seq_.prefilling()) {  // the prompt's last chunk: its last token is captured
+      step.capture = capture_;
+      capture_ = nullptr;
+    }
     fwd_.run(std::span<const SeqStep>(&step, 1));
     const std::optional<SampledToken> t = seq_.advance();
     if (!t) continue;

@@ -27,17 +27,20 @@ struct GenerationStats {
 
 class Generator {
  public:
-  Generator(const Model& m, Backend& be, const Tokenizer& tok, int64_t n_ctx, int64_t batch);
+  Generator(const Model& m, Backend& be, const Tokenizer& tok, int64_t n_ctx, const ForwardOptions& fo);
 
   // on_text(piece) receives the reply's text as it becomes final (never a broken UTF-8 sequence);
   // return false to stop. A full context is a ts::Error (the CLI never overwrites silently).
   GenerationStats generate(const std::vector<int32_t>& prompt, int64_t max_tokens, Sampler& sampler,
                            const std::function<bool(const std::string&)>& on_text);
   int64_t n_ctx() const { return seq_.n_ctx(); }
+  // Captures the residual after every layer at the last prompt token of the next generate() call.
+  void capture_next(ResidualCapture* c) { capture_ = c; }
 
  private:
   Forward fwd_;
   Sequence seq_;
+  ResidualCapture* capture_ = nullptr;
 };
 
 }  // namespace ts

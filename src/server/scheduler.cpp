@@ -17,16 +17,14 @@ JobResult cancelled_result() {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-ForwardOptions forward_options(const SchedulerOptions& o) {
+const ForwardOptions& forward_options(const SchedulerOptions& o) {
   if (o.parallel < 1) fail("--parallel must be at least 1, got {}", o.parallel);
-  if (o.max_batch < o.parallel)
-    fail("--batch ({}) must be at least --parallel ({}): every running sequence decodes in each step", o.max_batch, o.parallel);
+  if (o.forward.max_batch < o.parallel)
+    fail("--batch ({}) must be at least --parallel ({}): every running sequence decodes in each step", o.forward.max_batch, o.parallel);
   if (o.prefill_chunk < 1) fail("--prefill-chunk must be at least 1, got {}", o.prefill_chunk);
   if (o.n_ctx < 2) fail("--ctx must be at least 2, got {}", o.n_ctx);
   if (o.max_queue < 0) fail("--max-queue must be >= 0, got {}", o.max_queue);
-  ForwardOptions f;
-  f.max_batch = o.max_batch;
-  return f;
+  return o.forward;
 }
 
 }  // namespace
@@ -146,7 +144,7 @@ void Scheduler::step() {
       in_step.push_back(s);
       ++rows;
     }
-  int64_t budget = opt_.max_batch - rows;
+  int64_t budget = opt_.forward.max_batch - rows;
   if (rows > 0) budget = std::min(budget, opt_.prefill_chunk);
   for (Slot* s : order_)
     if (s->seq->prefilling() && budget > 0) {

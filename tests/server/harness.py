@@ -1,7 +1,7 @@
 """Starting and stopping `turbospark serve` for the Python server tests.
 
-The tests run in the virtual environment tests/server/venv.sh makes (the official `openai` client,
-selenium, gguf). Environment: TS_BINARY (turbospark), TS_TEST_DATA (tests/data), TS_MODELS (where
+The tests run with the packages of scripts/requirements-test.txt (the official `openai` client,
+selenium, gguf), see tests/server/run_python.sh. Environment: TS_BINARY (turbospark), TS_TEST_DATA (tests/data), TS_MODELS (where
 make_harmony_models.py wrote the gpt-oss models), TS_ARTIFACTS (screenshots, logs).
 """
 import json

@@ -85,7 +85,7 @@ class SchedulerTest : public ::testing::Test {
     c.temperature = temp;
     c.seed = seed;
     Sampler s(c, tok_->n_vocab());
-    Generator g(*model_, *be_, *tok_, 512, 256);
+    Generator g(*model_, *be_, *tok_, 512, ForwardOptions{});
     std::string text;
     g.generate(p, max_tokens, s, [&](const std::string& piece) {
       text += piece;
@@ -126,7 +126,7 @@ TEST_F(SchedulerTest, BatchedRequestsGenerateWhatTheyGenerateAlone) {
   SchedulerOptions o;
   o.parallel = kJobs;
   o.n_ctx = 256;
-  o.max_batch = 32;
+  o.forward.max_batch = 32;
   o.prefill_chunk = 5;
   Scheduler s(*model_, *be_, *tok_, o);
   std::vector<std::shared_ptr<Job>> jobs;
@@ -194,7 +194,7 @@ TEST_F(SchedulerTest, CancelWhilePrefillingStopsBetweenChunks) {
   SchedulerOptions o;
   o.parallel = 1;
   o.n_ctx = 4096;
-  o.max_batch = 4;  // a 2000-token prompt takes 500 steps
+  o.forward.max_batch = 4;  // a 2000-token prompt takes 500 steps
   Scheduler s(*model_, *be_, *tok_, o);
   auto j = job(prompt(5, 2000), 4, 0.0f, 1);
   ASSERT_TRUE(s.submit(j));

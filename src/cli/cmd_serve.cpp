@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_options.h"
+#include "cli/steering_options.h"
 #include "server/api_server.h"
 #include "util/error.h"
 
@@ -15,7 +16,7 @@ namespace ts::cli {
 namespace {
 
 struct ServeOptions {
-  GenerationOptions gen;  // model, threads, context, batch (rows per step), chat template
+  GenerationOptions gen;  // model, threads, context, batch (rows per step), chat template, steering
   server::SchedulerOptions sched;
   server::ApiOptions api;
   std::string alias;
@@ -69,6 +70,9 @@ void add_serve_command(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   auto* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching and a web chat page");
   add_model_options(sub, o->gen.model, false);
+  // Steering is per server: every request's forward passes (and so the reusable prefix caches) are
+  // steered the same way.
+  add_steering_options(sub, o->gen.steer, CaptureOptions::None);
   sub->add_option("--chat-template", o->gen.chat_template, "chat format when the model's template is not recognised: chatml, llama3, gemma, phi3, harmony");
   sub->add_option("--host", o->api.host, "address to listen on (default 127.0.0.1: this machine only)")->capture_default_str();
   sub->add_option("--port", o->api.port, "TCP port (0: any free port)")->check(CLI::Range(0, 65535))->capture_default_str();

@@ -16,6 +16,7 @@ import urllib.request
 
 BINARY = os.environ.get("TS_BINARY", "build/turbospark")
 MODELS = os.environ.get("TS_MODELS", "")
+TEST_DATA = os.environ.get("TS_TEST_DATA", "tests/data")
 ARTIFACTS = os.environ.get("TS_ARTIFACTS", tempfile.gettempdir())
 SANITIZED = os.environ.get("TS_SANITIZED", "0") == "1"  # the ASan build: slower, so tests use less
 

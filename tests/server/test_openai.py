@@ -1,16 +1,19 @@
 """`turbospark serve` with the official `openai` client, on the default model (SmolLM2-135M-Instruct):
 chat and completions, whole and streamed, the same text as `turbospark run`, seeds, log-probabilities,
 stop strings, prefix reuse, 8 concurrent clients getting what they get alone, cancellation mid-stream,
-and every kind of bad request answered with the right status in OpenAI's error shape."""
+every kind of bad request answered with the right status in OpenAI's error shape, and a steered
+server."""
 import concurrent.futures
 import json
+import os
 import socket
+import subprocess
 import time
 import unittest
 
 import openai
 
-from harness import SANITIZED, Server, client, run_cli
+from harness import BINARY, SANITIZED, TEST_DATA, Server, client, run_cli
 
 QUESTION = "Name three rivers."
 N = 8 if SANITIZED else 24  # tokens per reply
@@ -312,6 +315,35 @@ class Limits(unittest.TestCase):
             self.assertRegex(lines[0], r"^127\.0\.0\.1 GET /health 200 ")
             self.assertRegex(lines[1], r"^127\.0\.0\.1 POST /v1/completions 200 prompt=1 completion=2 \d+\.\d+s$")
             self.assertRegex(lines[2], r"POST /v1/completions 400 ")
+
+
+class SteeredServer(unittest.TestCase):
+    """`serve --steering`: one control vector for the whole server, applied to every request as
+    `run --steering` applies it, alone or batched."""
+
+    VECTOR = os.path.join(TEST_DATA, "steering", "smollm2-happy.cvec.gguf") + ":0.3"
+
+    def test_every_request_is_steered_as_run_steers(self):
+        prompt = "Describe your morning."
+        plain = run_cli("run", "--chat", "-p", prompt, "--temp", "0", "-n", str(N), "-t", "2")
+        steered = run_cli("run", "--chat", "-p", prompt, "--temp", "0", "-n", str(N), "-t", "2", "--steering", self.VECTOR)
+        self.assertNotEqual(steered, plain)  # else this test could not tell steering from none
+        with Server("--parallel", "2", "--steering", self.VECTOR) as s:
+            c = client(s)
+            model = c.models.list().data[0].id
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                replies = list(pool.map(lambda _: chat(c, model, prompt, temperature=0, max_tokens=N)[0], range(2)))
+        self.assertEqual([r + "\n" for r in replies], [steered, steered])
+
+    def test_bad_steering_options_stop_the_server_at_start(self):
+        for args, message in (
+            (["--steering-mode", "ablate"], "need --steering FILE"),
+            (["--steering", self.VECTOR, "--steering-layers", "0:40"], "0:40"),
+            (["--capture-residual", "x.json"], "--capture-residual"),  # a capture is per generation: not on serve
+        ):
+            r = subprocess.run([BINARY, "serve", "--port", "0", *args], capture_output=True, text=True, timeout=120)
+            self.assertNotEqual(r.returncode, 0, args)
+            self.assertIn(message, r.stderr, args)
 
 
 if __name__ == "__main__":

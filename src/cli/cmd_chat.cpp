@@ -8,6 +8,7 @@
 #include "cli/reply_printer.h"
 #include "runtime/generator.h"
 #include "util/error.h"
+#include "util/output_file.h"
 
 namespace ts::cli {
 namespace {
@@ -18,7 +19,7 @@ void chat_loop(const GenerationOptions& o) {
   const ChatSetup cs = chat_setup(m, o);
   Generator gen(*m.model, *m.backend, tok, o.model.ctx, m.forward_options(o));
   ResidualCapture capture;  // one snapshot per turn, at the turn's last prompt token
-  Sampler sampler(sampler_config(o), m.model->hp().n_vocab);
+  Sampler sampler = make_sampler(m, o);
   chat::Request req;
   req.reasoning_effort = o.reasoning_effort;
   auto reset = [&] {
@@ -44,8 +45,7 @@ void chat_loop(const GenerationOptions& o) {
     if (!o.steer.capture_path.empty()) gen.capture_next(&capture);
     const GenerationStats st =
         gen.generate(prompt, o.n_predict, sampler, [&](const std::string& piece) { return out.push(piece); });
-    std::printf("\n");
-    std::fflush(stdout);
+    write_stdout("\n");
     std::fprintf(stderr, "[%s]\n", st.summary().c_str());
     req.messages.push_back({"assistant", out.text(), "", nullptr, ""});
     if (!o.steer.capture_path.empty()) capture.write(o.steer.capture_path);

@@ -1,15 +1,15 @@
 // `turbospark logits`: teacher-forces token ids and writes every position's logits as float32,
 // row-major [n_tokens][n_vocab]. This is the contract the parity checks use: keep it stable.
-#include <fstream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/steering_options.h"
 #include "model/forward.h"
+#include "model/memory_estimate.h"
 #include "runtime/token_file.h"
-#include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/output_file.h"
 
 namespace ts::cli {
 namespace {
@@ -23,14 +23,22 @@ struct LogitsOptions {
 };
 
 void run_logits(const LogitsOptions& o) {
+  check_output_path(o.out);  // a bad -o fails before the work, not after it
   const std::vector<int32_t> ids = read_token_file(o.tokens);
+  const int64_t n = static_cast<int64_t>(ids.size());
+  // --ctx is the context limit here as everywhere (README): more tokens than that is an error, not a
+  // silently larger cache.
+  if (n > o.model.ctx)
+    fail("'{}' holds {} tokens but the context is {} (--ctx): raise --ctx to at least {}", o.tokens, n, o.model.ctx, n);
   auto be = make_cpu_backend(resolve_threads(o.model.threads));
   auto model = Model::load(resolve_model(o.model), *be);
-  const int64_t V = model->hp().n_vocab, n = static_cast<int64_t>(ids.size());
-  KvCache kv(*be, model->hp(), std::max<int64_t>(o.model.ctx, n));
+  const int64_t V = model->hp().n_vocab;
   ForwardOptions fo;
   fo.max_batch = o.sequential ? 1 : std::min<int64_t>(o.model.batch, n);
   fo.expert_order = o.expert_order == "descending" ? ExpertOrder::Descending : ExpertOrder::Ascending;
+  // The cache needs only the n positions teacher-forced here (the logits do not depend on its size).
+  check_run_memory(estimate_run_memory(*model, n, fo.max_batch, n));
+  KvCache kv(*be, model->hp(), n);
   const std::unique_ptr<Steering> steering = o.steer.load(*be, model->hp().n_layer, model->hp().n_embd);
   fo.steering = steering.get();
   Forward fwd(*model, *be, fo);
@@ -46,7 +54,7 @@ void run_logits(const LogitsOptions& o) {
     const SeqStep s{&kv, ids.data() + i, m, true, logits.data() + i * V, cap ? &capture : nullptr, o.steer.capture_all};
     fwd.run(std::span<const SeqStep>(&s, 1));
   }
-  write_file_atomically(o.out, logits.data(), logits.size() * sizeof(float));
+  write_output_file(o.out, logits.data(), logits.size() * sizeof(float));
   if (capturing) capture.write(o.steer.capture_path);
 }
 
@@ -57,7 +65,7 @@ void add_logits_command(CLI::App& app) {
   auto* sub = app.add_subcommand("logits", "teacher-force token ids and write all logits as float32 [n_tokens][n_vocab]");
   add_model_options(sub, o->model, true);
   sub->add_option("--tokens", o->tokens, "file of token ids, one per line")->required();
-  sub->add_option("-o,--output", o->out, "output file (float32, row-major)")->required();
+  sub->add_option("-o,--output", o->out, "output file (float32, row-major); '-' for stdout")->required();
   sub->add_flag("--sequential", o->sequential, "feed one token at a time through the decode path");
   sub->add_option("--expert-order", o->expert_order, "order in which routed experts are computed (a testing aid: the output must not change)")
       ->check(CLI::IsMember({"ascending", "descending"}));

@@ -5,6 +5,7 @@
 #include "cli/reply_printer.h"
 #include "runtime/generator.h"
 #include "util/error.h"
+#include "util/output_file.h"
 
 namespace ts::cli {
 namespace {
@@ -36,12 +37,13 @@ void run(const RunOptions& o) {
   Generator gen(*m.model, *m.backend, tok, o.gen.model.ctx, m.forward_options(o.gen));
   ResidualCapture capture;
   if (!o.gen.steer.capture_path.empty()) gen.capture_next(&capture);
-  Sampler sampler(sampler_config(o.gen), m.model->hp().n_vocab);
+  Sampler sampler = make_sampler(m, o.gen);
   ReplyPrinter out(harmony, o.gen.show_reasoning);
   const GenerationStats st =
       gen.generate(prompt, o.gen.n_predict, sampler, [&](const std::string& piece) { return out.push(piece); });
-  std::printf("\n");
-  std::fflush(stdout);  // the summary on stderr must follow the text, not interleave with it
+  // Flushed (and checked) before the summary: the summary on stderr must follow the text, and must
+  // not appear at all when the text could not be written.
+  write_stdout("\n");
   std::fprintf(stderr, "%s\n", st.summary().c_str());
   if (!o.gen.steer.capture_path.empty()) capture.write(o.gen.steer.capture_path);
 }

@@ -20,6 +20,7 @@ class ReplyTest : public ::testing::Test {
     std::vector<ReplyDelta> deltas;
     std::string finish;
     std::string content, reasoning;
+    std::vector<ToolCall> tool_calls;
   };
   static Run stream(const std::string& text, std::vector<std::string> stop = {}) {
     Reply reply(*tok_, true, std::move(stop));
@@ -50,6 +51,7 @@ class ReplyTest : public ::testing::Test {
     }
     EXPECT_EQ(run.content, reply.content());
     EXPECT_EQ(run.reasoning, reply.reasoning());
+    run.tool_calls = reply.tool_calls();
     return run;
   }
   static Tokenizer* tok_;
@@ -65,32 +67,19 @@ TEST_F(ReplyTest, ReasoningThenAnswer) {
 }
 
 TEST_F(ReplyTest, ToolCallWithJsonArguments) {
-  Reply reply(*tok_, true, {});
-  StreamDecoder dec(*tok_);
+  const Run r = stream("<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant to=functions.get_weather"
+                       "<|channel|>commentary <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>");
   std::vector<ToolCallDelta> deltas;
-  JobResult r;
-  for (int32_t id : tok_->encode("<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant to=functions.get_weather"
-                                 "<|channel|>commentary <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>",
-                                 false, true)) {
-    if (tok_->is_eog(id)) {
-      r.finish = Finish::EndOfText;
-      r.last_token = id;
-      break;
-    }
-    SampledToken t;
-    t.id = id;
-    t.text = dec.push(id);
-    for (auto& d : reply.push(t).tool_calls) deltas.push_back(d);
-  }
-  reply.finish(r);
-  EXPECT_EQ(reply.finish_reason(r), "tool_calls");
-  ASSERT_EQ(reply.tool_calls().size(), 1u);
-  const ToolCall& call = reply.tool_calls()[0];
+  for (const auto& d : r.deltas)
+    for (const auto& c : d.tool_calls) deltas.push_back(c);
+  EXPECT_EQ(r.finish, "tool_calls");
+  ASSERT_EQ(r.tool_calls.size(), 1u);
+  const ToolCall& call = r.tool_calls[0];
   EXPECT_EQ(call.name, "get_weather");
   EXPECT_EQ(call.arguments, "{\"city\": \"Paris\"}");
   EXPECT_EQ(call.id.rfind("call_", 0), 0u);
-  EXPECT_EQ(reply.reasoning(), "Need the weather.");
-  EXPECT_EQ(reply.content(), "");
+  EXPECT_EQ(r.reasoning, "Need the weather.");
+  EXPECT_EQ(r.content, "");
   // Streamed: the first delta of the call carries its id and name, the arguments arrive in pieces.
   ASSERT_FALSE(deltas.empty());
   EXPECT_TRUE(deltas[0].first);

@@ -305,6 +305,12 @@ class Limits(unittest.TestCase):
                 self.assertLess(time.time(), deadline)
                 time.sleep(0.1)
 
+    def test_slots_that_cannot_all_fit_in_memory_stop_the_server_at_start(self):
+        r = subprocess.run([BINARY, "serve", "--port", "0", "--parallel", "256", "--ctx", str(1 << 20)],
+                           capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not enough memory", r.stderr)
+
     def test_one_log_line_per_request(self):
         with Server() as s:
             s.get("/health")

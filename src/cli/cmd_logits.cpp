@@ -30,7 +30,8 @@ void run_logits(const LogitsOptions& o) {
   // silently larger cache.
   if (n > o.model.ctx)
     fail("'{}' holds {} tokens but the context is {} (--ctx): raise --ctx to at least {}", o.tokens, n, o.model.ctx, n);
-  auto be = make_cpu_backend(resolve_threads(o.model.threads));
+  auto be = make_cpu_backend(resolve_threads(o.model.threads), parse_precision(o.model.precision),
+                             parse_kv_type(o.model.kv_type));
   auto model = Model::load(resolve_model(o.model), *be);
   const int64_t V = model->hp().n_vocab;
   ForwardOptions fo;

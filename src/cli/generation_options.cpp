@@ -30,7 +30,8 @@ void add_generation_options(CLI::App* sub, GenerationOptions& o) {
 
 LoadedModel load_for_generation(const GenerationOptions& o) {
   LoadedModel m;
-  m.backend = make_cpu_backend(resolve_threads(o.model.threads));
+  m.backend = make_cpu_backend(resolve_threads(o.model.threads), parse_precision(o.model.precision),
+                             parse_kv_type(o.model.kv_type));
   m.model = Model::load(resolve_model(o.model), *m.backend);
   m.tokenizer = Tokenizer::from_gguf(m.model->gguf());
   if (!m.tokenizer)

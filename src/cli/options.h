@@ -10,6 +10,8 @@ struct ModelOptions {
   int threads = 0;    // 0: all available cores
   int64_t ctx = 4096;
   int64_t batch = 256;
+  std::string precision = "int16";
+  std::string kv_type = "f32";
 };
 
 void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required);

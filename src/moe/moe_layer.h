@@ -35,7 +35,7 @@ class MoeLayer {
  private:
   Backend& be_;
   MoeShape s_;
-  Act logits_, xe_, gate_, up_, act_, down_, slots_;
+  Act logits_, xe_, down_, slots_;
   std::vector<float> host_logits_;
   Routing routing_;
   std::vector<std::vector<int32_t>> tokens_, slots_of_;  // per expert: token rows, (token, rank) slots

@@ -192,7 +192,6 @@ void Scheduler::end(Slot& s, Finish f, const std::string& error) {
   r.last_token = q.last_sampled();
   r.tail = error.empty() ? q.flush() : std::string();
   r.first_token_seconds = s.first_token_seconds;
-  if (f == Finish::Cancelled) ++stats_.cancelled;
   const std::shared_ptr<Job> job = std::move(s.job);
   s.sampler.reset();
   s.first_token_seconds = 0;
@@ -201,6 +200,8 @@ void Scheduler::end(Slot& s, Finish f, const std::string& error) {
   if (f == Finish::Cancelled || !error.empty()) s.seq.reset();
   std::erase(order_, &s);
   publish_kv();
+  // After the cache and the active count: whoever sees the cancellation counted sees it freed.
+  if (f == Finish::Cancelled) ++stats_.cancelled;
   job->finish(std::move(r));  // last: the client sees the counters that include this job's end
 }
 

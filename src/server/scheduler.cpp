@@ -200,7 +200,7 @@ void Scheduler::end(Slot& s, Finish f, const std::string& error) {
   if (f == Finish::Cancelled || !error.empty()) s.seq.reset();
   std::erase(order_, &s);
   publish_kv();
-  // After the cache and the active count: whoever sees the cancellation counted sees it freed.
+  // After publish_kv: whoever sees this cancellation counted also sees its sequence and cache gone.
   if (f == Finish::Cancelled) ++stats_.cancelled;
   job->finish(std::move(r));  // last: the client sees the counters that include this job's end
 }

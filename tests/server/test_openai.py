@@ -317,7 +317,7 @@ class Limits(unittest.TestCase):
             s.get("/health")
             s.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
             s.post("/v1/completions", b"{")
-            # The line is written once the response has gone out, so it may follow the client's return.
+            # A line is written once its response has been sent, so it may trail the response.
             deadline = time.time() + 10
             while True:
                 lines = [l for l in s.logs().splitlines() if l.startswith("127.0.0.1 ")]

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_options.h"
+#include "cli/instruments.h"
 #include "cli/reply_printer.h"
 #include "runtime/generator.h"
 #include "util/error.h"
@@ -17,6 +18,8 @@ void chat_loop(const GenerationOptions& o) {
   const Tokenizer& tok = *m.tokenizer;
   const ChatSetup cs = chat_setup(m, o);
   Generator gen(*m.model, *m.backend, o.model.ctx, o.model.batch);
+  RunInstruments instruments(o.model, *m.model);
+  int64_t tokens = 0;
   Sampler sampler(sampler_config(o), m.model->hp().n_vocab);
   chat::Request req;
   req.reasoning_effort = o.reasoning_effort;
@@ -47,8 +50,10 @@ void chat_loop(const GenerationOptions& o) {
     std::printf("\n");
     std::fflush(stdout);
     std::fprintf(stderr, "[%s]\n", st.summary().c_str());
+    tokens += st.forward_tokens();
     req.messages.push_back({"assistant", out.text(), "", nullptr, ""});
   }
+  instruments.report(tokens);
 }
 
 }  // namespace

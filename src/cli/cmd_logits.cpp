@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/instruments.h"
 #include "cli/options.h"
 #include "model/forward.h"
 #include "runtime/token_file.h"
@@ -17,26 +18,31 @@ struct LogitsOptions {
   ModelOptions model;
   std::string tokens, out;
   bool sequential = false;
-  std::string expert_order = "ascending";
+  std::string expert_order = "router";
 };
 
 void run_logits(const LogitsOptions& o) {
   const std::vector<int32_t> ids = read_token_file(o.tokens);
   auto be = make_cpu_backend(resolve_threads(o.model.threads));
-  auto model = Model::load(resolve_model(o.model), *be);
-  const int64_t V = model->hp().n_vocab, n = static_cast<int64_t>(ids.size());
+  const int64_t n = static_cast<int64_t>(ids.size());
+  auto model = Model::load(resolve_model(o.model), *be, load_options(o.model, n));
+  const int64_t V = model->hp().n_vocab;
   KvCache kv(*be, model->hp(), std::max<int64_t>(o.model.ctx, n));
   ForwardOptions fo;
   fo.max_batch = o.sequential ? 1 : std::min<int64_t>(o.model.batch, n);
-  fo.expert_order = o.expert_order == "descending" ? ExpertOrder::Descending : ExpertOrder::Ascending;
+  fo.expert_order = o.expert_order == "descending" ? ExpertOrder::Descending
+                    : o.expert_order == "ascending" ? ExpertOrder::Ascending
+                                                    : ExpertOrder::Router;
   Forward fwd(*model, *be, kv, fo);
   std::vector<float> logits(static_cast<size_t>(n) * V);
+  RunInstruments instruments(o.model, *model);
   // Prefill goes through the batched path in chunks; --sequential feeds one token at a time
   // through the decode path. Both must agree (the parity tests check each against the reference).
   for (int64_t i = 0; i < n; i += fo.max_batch) {
     const int64_t m = std::min(fo.max_batch, n - i);
     fwd.run(ids.data() + i, m, true, logits.data() + i * V);
   }
+  instruments.report(n);
   write_file_atomically(o.out, logits.data(), logits.size() * sizeof(float));
 }
 
@@ -49,8 +55,8 @@ void add_logits_command(CLI::App& app) {
   sub->add_option("--tokens", o->tokens, "file of token ids, one per line")->required();
   sub->add_option("-o,--output", o->out, "output file (float32, row-major)")->required();
   sub->add_flag("--sequential", o->sequential, "feed one token at a time through the decode path");
-  sub->add_option("--expert-order", o->expert_order, "order in which routed experts are computed (a testing aid: the output must not change)")
-      ->check(CLI::IsMember({"ascending", "descending"}));
+  sub->add_option("--expert-order", o->expert_order, "order in which routed experts are asked for: router rank (default) or expert index (a testing aid: the output must not change)")
+      ->check(CLI::IsMember({"router", "ascending", "descending"}));
   sub->callback([o] { run_logits(*o); });
 }
 

@@ -2,6 +2,7 @@
 // stdout and a one-line speed summary to stderr.
 #include "cli/commands.h"
 #include "cli/generation_options.h"
+#include "cli/instruments.h"
 #include "cli/reply_printer.h"
 #include "runtime/generator.h"
 #include "util/error.h"
@@ -34,6 +35,7 @@ void run(const RunOptions& o) {
     prompt = tok.encode(o.prompt, true, o.special);
   }
   Generator gen(*m.model, *m.backend, o.gen.model.ctx, o.gen.model.batch);
+  RunInstruments instruments(o.gen.model, *m.model);
   Sampler sampler(sampler_config(o.gen), m.model->hp().n_vocab);
   ReplyPrinter out(tok, harmony, o.gen.show_reasoning);
   const GenerationStats st = gen.generate(
@@ -43,6 +45,7 @@ void run(const RunOptions& o) {
   std::printf("\n");
   std::fflush(stdout);  // the summary on stderr must follow the text, not interleave with it
   std::fprintf(stderr, "%s\n", st.summary().c_str());
+  instruments.report(st.forward_tokens());
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ void add_generation_options(CLI::App* sub, GenerationOptions& o) {
 LoadedModel load_for_generation(const GenerationOptions& o) {
   LoadedModel m;
   m.backend = make_cpu_backend(resolve_threads(o.model.threads));
-  m.model = Model::load(resolve_model(o.model), *m.backend);
+  m.model = Model::load(resolve_model(o.model), *m.backend, load_options(o.model, 1));
   m.tokenizer = Tokenizer::from_gguf(m.model->gguf());
   if (!m.tokenizer)
     fail("'{}' has no vocabulary (tokenizer.ggml.model = none): it takes token ids, so use `turbospark logits`",

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "model/model.h"
+
 namespace ts::cli {
 
 struct ModelOptions {
@@ -10,11 +12,25 @@ struct ModelOptions {
   int threads = 0;    // 0: all available cores
   int64_t ctx = 4096;
   int64_t batch = 256;
+  // Routed experts (MoE models).
+  std::string residency = "auto";
+  int64_t cache_mb = 0, cache_slots = 0, memory_budget_mb = 0;
+  std::string policy = "lfu";
+  bool direct_io = false;
+  std::string prefetch = "off";
+  int reader_threads = 0;
+  int64_t read_chunk_kb = 0;
+  // Instrumentation.
+  bool phases = false;
+  std::string phases_json, router_hist;
+  bool router_trace = false;
 };
 
 void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required);
 int resolve_threads(int requested);
 // The model path to load: the one given, or the default model (downloaded on first use).
 std::string resolve_model(const ModelOptions& o);
+// How to load it: the expert residency options, and the run's shape for the auto budget.
+LoadOptions load_options(const ModelOptions& o, int64_t logit_rows);
 
 }  // namespace ts::cli

@@ -4,6 +4,7 @@
 
 #include "model/rope.h"
 #include "util/error.h"
+#include "util/phase_clock.h"
 
 namespace ts {
 Forward::Forward(const Model& m, Backend& be, KvCache& kv, const ForwardOptions& opt)
@@ -37,6 +38,7 @@ Forward::~Forward() {
 }
 
 void Forward::attention_block(int64_t l, Act x, int64_t n, int64_t pos0) {
+  PhaseScope phase(Phase::Attention);
   const HParams& hp = m_.hp();
   const Family& f = m_.family();
   const LayerWeights& w = m_.layer(l);
@@ -76,7 +78,9 @@ void Forward::ffn_block(int64_t l, Act x, int64_t n) {
   Act h = h_.first(n), y = ffn_out_.first(n);
   be_.rms_norm(x, w.ffn_norm, hp.norm_eps, hp.n_embd, h);
   if (moe_) {
-    moe_->forward(m_.experts(), l, w.router, w.router_bias, h, y, opt_.expert_order);
+    NextRouter next;  // lets the store read the next layer's likely experts ahead
+    if (l + 1 < hp.n_layer && m_.layer(l + 1).router.data) next = {&m_.layer(l + 1).router, m_.layer(l + 1).router_bias, m_.layer(l + 1).ffn_norm, hp.norm_eps};
+    moe_->forward(m_.experts(), l, w.router, w.router_bias, h, y, opt_.expert_order, x, next);
     moe_routing_[l] = moe_->last_routing();
   } else {
     Act g = gate_.first(n), u = up_.first(n), a = ffn_act_.first(n);
@@ -90,6 +94,7 @@ void Forward::ffn_block(int64_t l, Act x, int64_t n) {
 }
 
 void Forward::run(const int32_t* ids, int64_t n, bool all_logits, float* logits) {
+  PhaseScope phase(Phase::DenseCompute);  // attention and the MoE layer mark their own phases
   const HParams& hp = m_.hp();
   const Family& f = m_.family();
   if (n < 1 || n > opt_.max_batch) fail("internal error: batch of {} tokens (1..{} allowed)", n, opt_.max_batch);

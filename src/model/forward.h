@@ -14,7 +14,7 @@ namespace ts {
 
 struct ForwardOptions {
   int64_t max_batch = 256;  // tokens per forward call (prefill chunk)
-  ExpertOrder expert_order = ExpertOrder::Ascending;
+  ExpertOrder expert_order = ExpertOrder::Router;
 };
 
 class Forward {

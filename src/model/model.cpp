@@ -5,7 +5,7 @@
 
 namespace ts {
 
-std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
+std::unique_ptr<Model> Model::load(const std::string& path, Backend& be, const LoadOptions& o) {
   auto m = std::make_unique<Model>();
   m->gguf_ = GgufFile::open(path);
   const GgufFile& g = *m->gguf_;
@@ -59,7 +59,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
   }
   if (h.is_moe()) {
     if (h.n_ff_expert <= 0) fail("'{}': the expert width (expert_feed_forward_length) is missing", g.path());
-    m->experts_ = make_resident_experts(g, be, h.n_layer, h.n_expert, h.n_embd, h.n_ff_expert, f.expert_bias);
+    auto src = expert_source_from_gguf(g, h, f);
+    const uint64_t core = g.file().size() - src->total_expert_bytes();
+    m->experts_ = bind_experts(std::move(src), g, core, h, o.experts, o.run, be);
   }
   return m;
 }

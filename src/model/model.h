@@ -8,8 +8,8 @@
 #include "backend/backend.h"
 #include "gguf/gguf.h"
 #include "model/family.h"
+#include "model/expert_binding.h"
 #include "model/hparams.h"
-#include "moe/expert_store.h"
 
 namespace ts {
 
@@ -26,10 +26,16 @@ struct LayerWeights {
   const float* router_bias = nullptr;
 };
 
+struct LoadOptions {
+  ResidencyOptions experts;  // where routed experts live (MoE models)
+  RunShape run;              // the run's context and batch, for the auto residency's budget
+};
+
 class Model {
  public:
-  // Opens and validates a GGUF model; every tensor the family needs is bound to `be` here.
-  static std::unique_ptr<Model> load(const std::string& path, Backend& be);
+  // Opens and validates a GGUF model; every tensor the family needs is bound to `be` here, and the
+  // routed experts get the store `o.experts` chooses.
+  static std::unique_ptr<Model> load(const std::string& path, Backend& be, const LoadOptions& o = {});
 
   const GgufFile& gguf() const { return *gguf_; }
   const HParams& hp() const { return hp_; }
@@ -38,7 +44,9 @@ class Model {
   const Mat& output() const { return output_; }
   const float* output_norm() const { return output_norm_; }
   const LayerWeights& layer(int64_t l) const { return layers_[l]; }
-  ExpertStore& experts() const { return *experts_; }
+  ExpertStore& experts() const { return *experts_.store; }
+  const ExpertSource& expert_source() const { return *experts_.source; }
+  const ResidencyChoice& residency() const { return experts_.choice; }
 
  private:
   std::unique_ptr<GgufFile> gguf_;
@@ -47,7 +55,7 @@ class Model {
   Mat token_embd_, output_;
   const float* output_norm_ = nullptr;
   std::vector<LayerWeights> layers_;
-  std::unique_ptr<ExpertStore> experts_;
+  BoundExperts experts_;
 };
 
 }  // namespace ts

@@ -7,9 +7,8 @@
 #include "util/error.h"
 
 namespace ts {
-namespace {
 
-const GgufTensor& checked(const GgufFile& g, const std::string& name, std::vector<uint64_t> want) {
+const GgufTensor& check_tensor(const GgufFile& g, const std::string& name, std::vector<uint64_t> want) {
   const GgufTensor* t = g.find_tensor(name);
   if (!t) fail("'{}': required tensor '{}' is missing", g.path(), name);
   while (want.size() > 1 && want.back() == 1) want.pop_back();
@@ -21,12 +20,10 @@ const GgufTensor& checked(const GgufFile& g, const std::string& name, std::vecto
   return *t;
 }
 
-}  // namespace
-
 bool has_tensor(const GgufFile& g, const std::string& name) { return g.find_tensor(name) != nullptr; }
 
 Mat bind_matrix(const GgufFile& g, Backend& be, const std::string& name, int64_t cols, int64_t rows, int64_t stack) {
-  const GgufTensor& t = checked(g, name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(stack)});
+  const GgufTensor& t = check_tensor(g, name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(stack)});
   Mat m;
   m.type = t.type;
   m.data = t.data;
@@ -37,7 +34,7 @@ Mat bind_matrix(const GgufFile& g, Backend& be, const std::string& name, int64_t
 }
 
 const float* bind_vector(const GgufFile& g, Backend& be, const std::string& name, int64_t n, int64_t stack) {
-  const GgufTensor& t = checked(g, name, {static_cast<uint64_t>(n), static_cast<uint64_t>(stack)});
+  const GgufTensor& t = check_tensor(g, name, {static_cast<uint64_t>(n), static_cast<uint64_t>(stack)});
   std::vector<float> v(n * stack);
   quant::dequantize(t.type, t.data, v.data(), n * stack);
   return be.upload_f32(v);

@@ -3,12 +3,18 @@
 // (or silently computes garbage) in the middle of a forward pass.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 
 namespace ts {
 
 class GgufFile;
+struct GgufTensor;
+
+// The tensor `name` checked to exist with dims `want` (ggml order; trailing 1s may be omitted) and a
+// type TurboSpark computes with.
+const GgufTensor& check_tensor(const GgufFile& g, const std::string& name, std::vector<uint64_t> want);
 
 // A matrix of `rows` rows of `cols` elements, optionally a stack of `stack` such matrices
 // (routed experts): returned with rows * stack rows.

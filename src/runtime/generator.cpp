@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "util/error.h"
+#include "util/phase_clock.h"
 
 namespace ts {
 namespace {
@@ -57,8 +58,12 @@ GenerationStats Generator::generate(const std::vector<int32_t>& prompt, int64_t 
   // The first token's time belongs to the prompt phase's output; decode speed counts the tokens
   // that needed a decode step.
   while (st.generated < max_tokens) {
-    const int32_t id = sampler.sample(logits_.data());
-    sampler.accept(id);
+    int32_t id;
+    {
+      PhaseScope phase(Phase::Sampling);
+      id = sampler.sample(logits_.data());
+      sampler.accept(id);
+    }
     ++st.generated;
     if (is_eog(id)) {
       st.hit_eog = true;

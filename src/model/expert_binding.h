@@ -1,0 +1,36 @@
+// Binding a model's routed experts: the expert tensors are checked against the hyper-parameters
+// (a wrong shape or type is a load error naming the tensor), described as an ExpertSource, and
+// served by the store the residency options choose (model/model.cpp keeps the result).
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "gguf/gguf.h"
+#include "model/family.h"
+#include "model/hparams.h"
+#include "residency/residency.h"
+
+namespace ts {
+
+struct BoundExperts {
+  std::shared_ptr<const ExpertSource> source;
+  ResidencyChoice choice;
+  std::unique_ptr<ExpertStore> store;
+};
+
+// The run that will use the model, for the auto residency's budget.
+struct RunShape {
+  int64_t n_ctx = 4096;
+  int64_t batch = 256;
+  int64_t logit_rows = 1;  // rows of logits the caller keeps on the host
+};
+
+// Experts stored as tensor stacks in the model's GGUF.
+std::shared_ptr<const ExpertSource> expert_source_from_gguf(const GgufFile& g, const HParams& h, const Family& f);
+
+// Chooses the residency (the budget: o.memory_budget, else the cgroup limit and MemAvailable) and
+// builds the store. resident_core: the bytes of the weights that stay mapped.
+BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFile& g, uint64_t resident_core,
+                          const HParams& h, const ResidencyOptions& o, const RunShape& run, Backend& be);
+
+}  // namespace ts

@@ -25,11 +25,14 @@ void run_logits(const LogitsOptions& o) {
   const std::vector<int32_t> ids = read_token_file(o.tokens);
   auto be = make_cpu_backend(resolve_threads(o.model.threads));
   const int64_t n = static_cast<int64_t>(ids.size());
-  auto model = Model::load(resolve_model(o.model), *be, load_options(o.model, n));
-  const int64_t V = model->hp().n_vocab;
-  KvCache kv(*be, model->hp(), std::max<int64_t>(o.model.ctx, n));
   ForwardOptions fo;
   fo.max_batch = o.sequential ? 1 : std::min<int64_t>(o.model.batch, n);
+  LoadOptions lo = load_options(o.model, n);
+  lo.run.n_ctx = std::max<int64_t>(o.model.ctx, n);
+  lo.run.batch = fo.max_batch;
+  auto model = Model::load(resolve_model(o.model), *be, lo);
+  const int64_t V = model->hp().n_vocab;
+  KvCache kv(*be, model->hp(), lo.run.n_ctx);
   fo.expert_order = o.expert_order == "descending" ? ExpertOrder::Descending
                     : o.expert_order == "ascending" ? ExpertOrder::Ascending
                                                     : ExpertOrder::Router;

@@ -10,5 +10,8 @@ void add_chat_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
+void add_pack_command(CLI::App& app);
+void add_verify_command(CLI::App& app);
+void add_router_replay_command(CLI::App& app);
 
 }  // namespace ts::cli

@@ -14,6 +14,9 @@ int main(int argc, char** argv) {
   ts::cli::add_inspect_command(app);
   ts::cli::add_logits_command(app);
   ts::cli::add_synth_command(app);
+  ts::cli::add_pack_command(app);
+  ts::cli::add_verify_command(app);
+  ts::cli::add_router_replay_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

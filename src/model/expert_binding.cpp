@@ -7,8 +7,12 @@
 namespace ts {
 namespace {
 
+// The binary, its libraries, the allocator's and the threads' overhead: measured at 9 MiB peak RSS
+// for a run of a tiny fixture; twice that, so the budget holds with a margin.
+constexpr uint64_t kRunSlack = uint64_t{16} << 20;
+
 // What a run allocates besides its weights: the KV cache, the forward pass's and MoE layer's
-// per-batch buffers, host logits, and a slack for the binary, allocator and threads.
+// per-batch buffers, host logits, and the slack above.
 uint64_t runtime_bytes(const HParams& h, const RunShape& r) {
   const uint64_t F = sizeof(float), B = static_cast<uint64_t>(r.batch), V = static_cast<uint64_t>(h.n_vocab);
   const uint64_t E = static_cast<uint64_t>(h.n_embd), q = static_cast<uint64_t>(h.n_head * h.head_dim);
@@ -17,7 +21,7 @@ uint64_t runtime_bytes(const HParams& h, const RunShape& r) {
   const uint64_t kv_cache = checked_mul(static_cast<uint64_t>(h.n_layer) * static_cast<uint64_t>(r.n_ctx), kv * 2 * F, "KV cache");
   const uint64_t per_token = 4 * E + 2 * q + 2 * kv + V + 2 * X + 3 * E + 3 * ff + k * E;
   const uint64_t logits = checked_mul(static_cast<uint64_t>(r.logit_rows), V * F, "logits") + V * 20;
-  return kv_cache + checked_mul(per_token * F, B, "activations") + logits + (uint64_t{64} << 20);
+  return kv_cache + checked_mul(per_token * F, B, "activations") + logits + kRunSlack;
 }
 
 }  // namespace
@@ -45,6 +49,42 @@ std::shared_ptr<const ExpertSource> expert_source_from_gguf(const GgufFile& g, c
   return std::make_shared<ExpertSource>(std::vector<std::string>{g.path()}, std::move(layers), static_cast<int32_t>(X));
 }
 
+std::shared_ptr<const ExpertSource> expert_source_from_install(const InstallManifest& m, const HParams& h, const Family& f) {
+  const uint64_t E = static_cast<uint64_t>(h.n_embd), F = static_cast<uint64_t>(h.n_ff_expert);
+  const std::string mpath = m.path(kManifestName);
+  if (m.architecture != h.arch) fail("'{}' is for {}, but its resident tensors are {}", mpath, m.architecture, h.arch);
+  if (m.n_expert != h.n_expert) fail("'{}' holds {} experts per layer, the model has {}", mpath, m.n_expert, h.n_expert);
+  std::vector<ExpertLayerFiles> layers(h.n_layer);
+  std::vector<std::string> files;
+  for (const InstallLayer& il : m.layers) {
+    if (il.layer < 0 || il.layer >= h.n_layer || layers[il.layer].is_moe())
+      fail("'{}': layer {} is out of range or listed twice", mpath, il.layer);
+    ExpertLayerFiles& lf = layers[il.layer];
+    for (int p = 0; p < kExpertParts; ++p) {
+      const InstallPart& ip = il.parts[p];
+      const bool down = p == kDown || p == kDownBias;
+      if (p >= kGateBias && !f.expert_bias) {
+        if (ip.bytes) fail("'{}': layer {} has expert biases, which the {} family does not use", mpath, il.layer, h.arch);
+        continue;
+      }
+      if (!ip.bytes) fail("'{}': layer {} has no {} part", mpath, il.layer, expert_part_name(p));
+      check_shape(mpath, ip.tensor, ip.type, ip.dims, p < 3 ? std::vector<uint64_t>{down ? F : E, down ? E : F} : std::vector<uint64_t>{down ? E : F});
+      ExpertPartInfo& part = lf.part[p];
+      part.tensor = ip.tensor;
+      part.type = ip.type;
+      part.rows = p < 3 ? static_cast<int64_t>(down ? E : F) : 1;
+      part.cols = static_cast<int64_t>(ip.dims[0]);
+      part.bytes = ip.bytes;
+    }
+    lf.file = static_cast<int32_t>(files.size());
+    files.push_back(m.path(il.file));
+    lf.blob_offset = il.offsets;
+  }
+  for (int64_t l = 0; l < h.n_layer; ++l)
+    if (!layers[l].is_moe()) fail("'{}' has no experts for layer {}", mpath, l);
+  return std::make_shared<ExpertSource>(std::move(files), std::move(layers), static_cast<int32_t>(m.n_expert));
+}
+
 BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFile& g, uint64_t resident_core,
                           const HParams& h, const ResidencyOptions& o, const RunShape& run, Backend& be) {
   ResidencyNeeds needs;
@@ -54,9 +94,18 @@ BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFil
   BoundExperts b;
   b.choice = choose_residency(o, *src, needs);
   b.source = src;
-  // The mapped store reads the experts where they lie: for a GGUF source, in the model's own map.
+  // The mapped store reads the experts where they lie: in the model's own map for a GGUF source, in
+  // maps of the layer files for an install.
   std::vector<const uint8_t*> maps;
-  if (b.choice.mode == ResidencyMode::Mapped) maps.push_back(g.file().data());
+  if (b.choice.mode == ResidencyMode::Mapped)
+    for (const std::string& path : src->files()) {
+      if (path == g.path()) {
+        maps.push_back(g.file().data());
+      } else {
+        b.maps.push_back(std::make_unique<MappedFile>(path));
+        maps.push_back(b.maps.back()->data());
+      }
+    }
   b.store = make_expert_store(b.choice, o, std::move(src), be, maps);
   return b;
 }

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "gguf/gguf.h"
+#include "install/manifest.h"
 #include "model/family.h"
 #include "model/hparams.h"
 #include "residency/residency.h"
@@ -15,7 +16,8 @@ namespace ts {
 struct BoundExperts {
   std::shared_ptr<const ExpertSource> source;
   ResidencyChoice choice;
-  std::unique_ptr<ExpertStore> store;
+  std::vector<std::unique_ptr<MappedFile>> maps;  // mapped mode: the source's files other than the GGUF
+  std::unique_ptr<ExpertStore> store;             // last: it may point into the maps
 };
 
 // The run that will use the model, for the auto residency's budget.
@@ -27,6 +29,8 @@ struct RunShape {
 
 // Experts stored as tensor stacks in the model's GGUF.
 std::shared_ptr<const ExpertSource> expert_source_from_gguf(const GgufFile& g, const HParams& h, const Family& f);
+// Experts stored as blobs in an install directory (every MoE layer must be there, shaped as `h` says).
+std::shared_ptr<const ExpertSource> expert_source_from_install(const InstallManifest& m, const HParams& h, const Family& f);
 
 // Chooses the residency (the budget: o.memory_budget, else the cgroup limit and MemAvailable) and
 // builds the store. resident_core: the bytes of the weights that stay mapped.

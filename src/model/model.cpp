@@ -1,5 +1,8 @@
 #include "model/model.h"
 
+#include <optional>
+
+#include "install/manifest.h"
 #include "model/tensor_binding.h"
 #include "util/error.h"
 
@@ -7,7 +10,16 @@ namespace ts {
 
 std::unique_ptr<Model> Model::load(const std::string& path, Backend& be, const LoadOptions& o) {
   auto m = std::make_unique<Model>();
-  m->gguf_ = GgufFile::open(path);
+  // An install directory (turbospark pack): the resident tensors are a GGUF, the experts are blobs.
+  std::optional<InstallManifest> install;
+  if (is_install_dir(path)) {
+    install = read_manifest(path);
+    m->gguf_ = GgufFile::open(install->path(kResidentName));
+  } else {
+    m->gguf_ = GgufFile::open(path);
+    if (m->gguf_->get_bool(kResidentCoreKey, false))
+      fail("'{}' holds only the resident tensors of an install directory: pass the directory to -m", path);
+  }
   const GgufFile& g = *m->gguf_;
   m->hp_ = HParams::from_gguf(g);
   const HParams& h = m->hp_;
@@ -59,8 +71,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be, const L
   }
   if (h.is_moe()) {
     if (h.n_ff_expert <= 0) fail("'{}': the expert width (expert_feed_forward_length) is missing", g.path());
-    auto src = expert_source_from_gguf(g, h, f);
-    const uint64_t core = g.file().size() - src->total_expert_bytes();
+    auto src = install ? expert_source_from_install(*install, h, f) : expert_source_from_gguf(g, h, f);
+    const uint64_t core = install ? g.file().size() : g.file().size() - src->total_expert_bytes();
     m->experts_ = bind_experts(std::move(src), g, core, h, o.experts, o.run, be);
   }
   return m;

@@ -45,7 +45,7 @@ class Model {
   const float* output_norm() const { return output_norm_; }
   const LayerWeights& layer(int64_t l) const { return layers_[l]; }
   ExpertStore& experts() const { return *experts_.store; }
-  const ExpertSource& expert_source() const { return *experts_.source; }
+  const std::shared_ptr<const ExpertSource>& expert_source() const { return experts_.source; }
   const ResidencyChoice& residency() const { return experts_.choice; }
 
  private:

@@ -8,15 +8,20 @@
 
 namespace ts {
 
+void check_shape(const std::string& file, const std::string& name, GgmlType type, const std::vector<uint64_t>& dims,
+                 std::vector<uint64_t> want) {
+  while (want.size() > 1 && want.back() == 1) want.pop_back();
+  if (dims != want)
+    fail("'{}': tensor '{}' has shape [{}], expected [{}]", file, name, fmt::join(dims, ", "), fmt::join(want, ", "));
+  if (!type_info(type).supported)
+    fail("'{}': tensor '{}' has type {}, which TurboSpark cannot compute with (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4)",
+         file, name, type_name(type));
+}
+
 const GgufTensor& check_tensor(const GgufFile& g, const std::string& name, std::vector<uint64_t> want) {
   const GgufTensor* t = g.find_tensor(name);
   if (!t) fail("'{}': required tensor '{}' is missing", g.path(), name);
-  while (want.size() > 1 && want.back() == 1) want.pop_back();
-  if (t->dims != want)
-    fail("'{}': tensor '{}' has shape [{}], expected [{}]", g.path(), name, fmt::join(t->dims, ", "), fmt::join(want, ", "));
-  if (!type_info(t->type).supported)
-    fail("'{}': tensor '{}' has type {}, which TurboSpark cannot compute with (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4)",
-         g.path(), name, type_name(t->type));
+  check_shape(g.path(), name, t->type, t->dims, std::move(want));
   return *t;
 }
 

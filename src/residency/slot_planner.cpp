@@ -59,7 +59,8 @@ size_t SlotPlanner::fit(std::span<const int32_t> requested, std::span<const int3
     if (s >= 0) {
       if (!blocked[s]) {
         blocked[s] = 1;
-        --free;
+        // The misses before it may have been counted on this very slot: then the prefix ends here.
+        if (--free < 0) return i;
       }
     } else if (free > 0) {
       --free;

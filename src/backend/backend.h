@@ -26,14 +26,24 @@ struct Act {
   int64_t n = 0, dim = 0;
   float* row(int64_t i) const { return data + i * dim; }
   Act first(int64_t rows) const { return Act{data, rows, dim}; }  // a view of the first rows
+  Act rows(int64_t begin, int64_t count) const { return Act{row(begin), count, dim}; }
 };
 
-// Per-token rotary tables: cos and sin for each of head_dim/2 frequency pairs, per position.
-struct RopeTable {
-  enum class Layout { AdjacentPairs, NeoX };  // (x[2i], x[2i+1]) vs (x[i], x[i + d/2])
+// How one group of layers rotates q and k. The backend computes the rotation of each row from the
+// step's positions (see Step), so per-call tables never travel from the host.
+struct RopeParams {
+  enum class Layout { AdjacentPairs, NeoX };  // (x[2i], x[2i+1]) vs (x[i], x[i + n_rot/2])
   Layout layout = Layout::AdjacentPairs;
-  int64_t n_rot = 0;                 // rotated dimensions (<= head_dim); the rest pass through
-  std::vector<float> cos, sin;       // [n_tok][n_rot / 2]
+  int64_t n_rot = 0;             // rotated dimensions (<= head_dim); the rest pass through
+  double base = 10000.0;
+  double linear_factor = 1.0;    // rope.scaling.type = linear: positions are divided by it
+  // YaRN (gpt-oss): factor 0 means none. Frequencies between the beta_fast and beta_slow
+  // correction dimensions blend interpolated and original rotation; cos/sin are scaled by
+  // 0.1 * ln(factor) + 1.
+  double yarn_factor = 0, yarn_orig_ctx = 0, yarn_beta_fast = 32, yarn_beta_slow = 1;
+  // rope_freqs.weight (Llama 3.1): n_rot/2 divisors of the frequencies, in backend memory; or null.
+  const float* freq_factors = nullptr;
+  bool operator==(const RopeParams&) const = default;
 };
 
 // One layer's attention settings: what differs between the families' attention layers.
@@ -50,11 +60,27 @@ enum class Activation {
   ClampedSwiGLU,   // gpt-oss: g = min(g, 7), u = clamp(u, -7, 7), g * sigmoid(1.702 g) * (u + 1)
 };
 
-// K and V of one layer for every cached position: [n_ctx][n_head_kv * head_dim] each.
-struct KvLayer {
-  float* k = nullptr;
-  float* v = nullptr;
-  int64_t n_ctx = 0, width = 0;
+// A sequence's key/value cache, owned by the backend (which picks its element type and layout):
+// every layer's K and V for n_ctx positions. Handles are freed with free_kv.
+using KvHandle = int64_t;
+
+// One sequence's share of a forward call: rows [row0, row0 + n) of every activation of the step
+// belong to it, at positions pos0 .. pos0 + n - 1 of its KV cache.
+struct SeqRows {
+  KvHandle kv = -1;
+  int64_t row0 = 0, n = 0, pos0 = 0;
+};
+
+// What one forward call computes: n_rows tokens of one or more sequences, rows of a sequence
+// contiguous and in position order; out_rows lists the rows whose logits are wanted, ascending.
+// The backend takes all of it in begin_step, once per call (a GPU backend uploads it once).
+struct Step {
+  const int32_t* ids = nullptr;  // [n_rows]
+  int64_t n_rows = 0;
+  const SeqRows* seqs = nullptr;
+  int64_t n_seqs = 0;
+  const int32_t* out_rows = nullptr;
+  int64_t n_out = 0;
 };
 
 // Where a buffer lives. The CPU backend has only host memory (all three kinds are host memory there);
@@ -80,7 +106,10 @@ class Backend {
   // Memory. Activations are reused between calls, so allocation is not on the hot path.
   virtual Act alloc(int64_t n, int64_t dim) = 0;
   virtual void release(Act& a) = 0;
-  virtual KvLayer alloc_kv(int64_t n_ctx, int64_t width) = 0;
+  // A KV cache of n_layer layers, n_ctx positions of `width` values each for K and for V.
+  virtual KvHandle alloc_kv(int64_t n_layer, int64_t n_ctx, int64_t width) = 0;
+  virtual void free_kv(KvHandle kv) = 0;
+  virtual size_t kv_bytes() const = 0;  // held by all live KV caches
   // Zero-filled, kBufferAlign-aligned memory of `kind`; a failure is a ts::Error stating the size.
   virtual Buffer alloc_buffer(size_t bytes, MemKind kind) = 0;
   virtual void free_buffer(Buffer& b) = 0;
@@ -89,16 +118,22 @@ class Backend {
   virtual Mat upload(const Mat& host) = 0;
   virtual const float* upload_f32(const std::vector<float>& v) = 0;
 
+  // Starts a forward call: takes the step's ids, positions and sequences (the arrays may be reused
+  // by the caller once this returns). The operations below refer to the current step.
+  virtual void begin_step(const Step& s) = 0;
+
   // Operations. Shapes are checked by the caller; rows of `x` are tokens.
-  virtual void embed(const Mat& table, const int32_t* ids, int64_t n, Act out) = 0;
+  virtual void embed(const Mat& table, Act out) = 0;                                   // rows of the step's ids
   virtual void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) = 0;  // per `group` elements
   virtual void matmul(const Mat& w, Act x, Act y) = 0;                                 // y = x W^T
   virtual void add_bias(Act y, const float* b) = 0;
   virtual void add(Act dst, Act src) = 0;                                              // dst += src
   virtual void scale(Act x, float s) = 0;                                              // x *= s
-  virtual void rope(Act x, int64_t n_head, int64_t head_dim, const RopeTable& t) = 0;
-  // Writes k, v of tokens at positions pos0.. into the cache, then attends q over the cache.
-  virtual void attention(const KvLayer& kv, Act q, Act k, Act v, int64_t pos0, const AttentionParams& p, Act out) = 0;
+  // Rotates each row's heads by the row's position in the step.
+  virtual void rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p) = 0;
+  // Writes each row's k and v into its sequence's cache (layer `layer`) at the row's position, then
+  // attends each row's q over its own sequence's cache up to that position.
+  virtual void attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) = 0;
   virtual void glu(Activation a, Act gate, Act up, Act out) = 0;
   // Routed experts: the tokens sent to one expert are gathered, computed together, and their outputs
   // scattered to per-(token, rank) slots; then each token's slots are summed in rank order, so the
@@ -107,6 +142,9 @@ class Backend {
   virtual void scatter_rows(Act src, const int32_t* rows, int64_t n, Act dst) = 0;  // dst.row(rows[i]) = src.row(i)
   // out.row(t) = sum over r in [0, k) of weights[t*k + r] * slots.row(t*k + r), r ascending.
   virtual void combine_ranked(Act slots, const float* weights, int64_t k, Act out) = 0;
+  // out.row(i) = x.row(out_rows[first + i]) for i < out.n, over the step's out_rows (x and out
+  // must not overlap).
+  virtual void select_output_rows(Act x, int64_t first, Act out) = 0;
   // Makes an activation's values visible to the host (a no-op on the CPU).
   virtual void to_host(Act a, float* dst) = 0;
 };

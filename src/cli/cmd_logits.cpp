@@ -19,6 +19,7 @@ struct LogitsOptions {
   std::string tokens, out;
   bool sequential = false;
   std::string expert_order = "router";
+  int64_t phases_from = 0;
 };
 
 void run_logits(const LogitsOptions& o) {
@@ -36,16 +37,19 @@ void run_logits(const LogitsOptions& o) {
   fo.expert_order = o.expert_order == "descending" ? ExpertOrder::Descending
                     : o.expert_order == "ascending" ? ExpertOrder::Ascending
                                                     : ExpertOrder::Router;
-  Forward fwd(*model, *be, kv, fo);
+  Forward fwd(*model, *be, fo);
   std::vector<float> logits(static_cast<size_t>(n) * V);
   RunInstruments instruments(o.model, *model);
   // Prefill goes through the batched path in chunks; --sequential feeds one token at a time
   // through the decode path. Both must agree (the parity tests check each against the reference).
+  if (o.phases_from >= n) fail("--phases-from {} leaves none of the {} tokens to measure", o.phases_from, n);
+  if (o.phases_from % fo.max_batch) fail("--phases-from {} is not on a batch boundary (batches of {}; use --sequential)", o.phases_from, fo.max_batch);
   for (int64_t i = 0; i < n; i += fo.max_batch) {
+    if (o.phases_from > 0 && i == o.phases_from) instruments.restart();
     const int64_t m = std::min(fo.max_batch, n - i);
-    fwd.run(ids.data() + i, m, true, logits.data() + i * V);
+    fwd.run(kv, ids.data() + i, m, true, logits.data() + i * V);
   }
-  instruments.report(n);
+  instruments.report(n - o.phases_from);
   write_file_atomically(o.out, logits.data(), logits.size() * sizeof(float));
 }
 
@@ -58,6 +62,8 @@ void add_logits_command(CLI::App& app) {
   sub->add_option("--tokens", o->tokens, "file of token ids, one per line")->required();
   sub->add_option("-o,--output", o->out, "output file (float32, row-major)")->required();
   sub->add_flag("--sequential", o->sequential, "feed one token at a time through the decode path");
+  sub->add_option("--phases-from", o->phases_from, "measure --phases from this token on (the ones before warm the expert cache); with --sequential")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   sub->add_option("--expert-order", o->expert_order, "order in which routed experts are asked for: router rank (default) or expert index (a testing aid: the output must not change)")
       ->check(CLI::IsMember({"router", "ascending", "descending"}));
   sub->callback([o] { run_logits(*o); });

@@ -34,6 +34,14 @@ RunInstruments::RunInstruments(const ModelOptions& o, const Model& m) : o_(o), m
   if (m.hp().is_moe()) start_ = m.experts().stats();
 }
 
+void RunInstruments::restart() {
+  if (clock_) {
+    clock_ = std::make_unique<PhaseClock>();
+    PhaseClock::set_active(clock_.get());
+  }
+  if (m_.hp().is_moe()) start_ = m_.experts().stats();
+}
+
 RunInstruments::~RunInstruments() {
   if (clock_) PhaseClock::set_active(nullptr);
   if (router_) RouterRecorder::set_active(nullptr);

@@ -18,8 +18,11 @@ class RunInstruments {
   RunInstruments(const RunInstruments&) = delete;
   RunInstruments& operator=(const RunInstruments&) = delete;
 
-  // tokens: tokens that went through the model (prefilled and decoded). Prints the phases to stderr
-  // and writes the requested files.
+  // Starts the phase clock and the expert counters afresh (the router histogram keeps counting):
+  // what came before, a warm-up, is left out of the report.
+  void restart();
+  // tokens: tokens that went through the model since the start or restart (prefilled and decoded).
+  // Prints the phases to stderr and writes the requested files.
   void report(int64_t tokens);
 
  private:

@@ -14,6 +14,10 @@ std::string expert_tensor_name(int64_t layer, int p) {
   return fmt::format("blk.{}.ffn_{}_exps.{}", layer, proj[p % 3], p < 3 ? "weight" : "bias");
 }
 
+bool is_expert_tensor_name(const std::string& name) {
+  return name.starts_with("blk.") && name.find("_exps.") != std::string::npos;
+}
+
 BlobLayout blob_layout(const std::array<uint64_t, kExpertParts>& part_bytes) {
   BlobLayout b;
   uint64_t at = 0;

@@ -17,6 +17,9 @@ inline constexpr uint64_t kBlobAlign = 4096;
 // The GGUF tensor holding part `p` of every expert of `layer` ("blk.3.ffn_up_exps.weight").
 std::string expert_tensor_name(int64_t layer, int p);
 const char* expert_part_name(int p);  // "gate", "up", "down", "gate_bias", "up_bias", "down_bias"
+// Whether a GGUF tensor holds routed experts ("blk.N.ffn_*_exps.*"): what pack moves out of the
+// resident file, and what the loader does not prefault.
+bool is_expert_tensor_name(const std::string& name);
 
 inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 inline uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }

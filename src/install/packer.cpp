@@ -59,10 +59,6 @@ struct ExpertTensors {
   std::array<const GgufTensor*, kExpertParts> t{};
 };
 
-bool is_expert_tensor(const std::string& name) {
-  return name.find("_exps.") != std::string::npos && name.starts_with("blk.");
-}
-
 // The source's expert tensors per layer, checked to be [.., n_expert] stacks of whole experts.
 std::vector<ExpertTensors> find_experts(const GgufFile& g, int64_t n_layer, int64_t n_expert) {
   std::vector<ExpertTensors> layers(n_layer);
@@ -85,7 +81,7 @@ std::vector<ExpertTensors> find_experts(const GgufFile& g, int64_t n_layer, int6
     }
   }
   size_t all = 0;
-  for (const GgufTensor& t : g.tensors()) all += is_expert_tensor(t.name);
+  for (const GgufTensor& t : g.tensors()) all += is_expert_tensor_name(t.name);
   if (found != all) fail("'{}': {} expert tensors do not belong to a layer 0..{}", g.path(), all - found, n_layer - 1);
   return layers;
 }
@@ -120,11 +116,11 @@ uint64_t write_resident(const GgufFile& g, int in, const std::string& path, Prog
     if (key != "general.alignment") w.set(key, v);
   w.set_bool(kResidentCoreKey, true);
   for (const GgufTensor& t : g.tensors())
-    if (!is_expert_tensor(t.name)) w.add_tensor(t.name, t.type, t.dims);
+    if (!is_expert_tensor_name(t.name)) w.add_tensor(t.name, t.type, t.dims);
   w.begin_data();
   std::vector<uint8_t> buf(8u << 20);
   for (const GgufTensor& t : g.tensors()) {
-    if (is_expert_tensor(t.name)) continue;
+    if (is_expert_tensor_name(t.name)) continue;
     const uint64_t at = g.data_offset() + t.offset;
     for (uint64_t off = 0; off < t.n_bytes; off += buf.size()) {
       const uint64_t n = std::min<uint64_t>(buf.size(), t.n_bytes - off);

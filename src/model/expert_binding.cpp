@@ -1,5 +1,8 @@
 #include "model/expert_binding.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "model/tensor_binding.h"
 #include "util/error.h"
 #include "util/sys_memory.h"
@@ -83,6 +86,18 @@ std::shared_ptr<const ExpertSource> expert_source_from_install(const InstallMani
   for (int64_t l = 0; l < h.n_layer; ++l)
     if (!layers[l].is_moe()) fail("'{}' has no experts for layer {}", mpath, l);
   return std::make_shared<ExpertSource>(std::move(files), std::move(layers), static_cast<int32_t>(m.n_expert));
+}
+
+void prefault_resident_core(const GgufFile& g) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  for (const GgufTensor& t : g.tensors()) {
+    if (is_expert_tensor_name(t.name) || t.n_bytes == 0) continue;
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(t.data) / page * page;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(t.data) + t.n_bytes;
+    // A hint: where the kernel refuses it (older than 5.14), pages come in on first use as before.
+    if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) != 0)
+      ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+  }
 }
 
 BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFile& g, uint64_t resident_core,

@@ -32,6 +32,10 @@ std::shared_ptr<const ExpertSource> expert_source_from_gguf(const GgufFile& g, c
 // Experts stored as blobs in an install directory (every MoE layer must be there, shaped as `h` says).
 std::shared_ptr<const ExpertSource> expert_source_from_install(const InstallManifest& m, const HParams& h, const Family& f);
 
+// Reads an MoE model's resident tensors (everything but the experts) into memory now, in one pass
+// at disk speed, instead of page by page during the first tokens: every token uses all of them.
+void prefault_resident_core(const GgufFile& g);
+
 // Chooses the residency (the budget: o.memory_budget, else the cgroup limit and MemAvailable) and
 // builds the store. resident_core: the bytes of the weights that stay mapped.
 BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFile& g, uint64_t resident_core,

@@ -12,7 +12,7 @@ namespace ts {
 
 struct Family {
   std::string_view arch;
-  RopeTable::Layout rope_layout = RopeTable::Layout::AdjacentPairs;
+  RopeParams::Layout rope_layout = RopeParams::Layout::AdjacentPairs;
   bool qk_norm = false;            // per-head RMS norm of q and k before RoPE
   bool attn_bias = false;          // q/k/v/o projection biases, added before RoPE
   bool attn_sinks = false;         // a learned per-head logit in the softmax denominator
@@ -28,6 +28,8 @@ struct Family {
   float (*embed_scale)(const HParams&) = nullptr;
   // Rotary base of a layer (gemma's local layers use another); nullptr means hparams.rope_base.
   double (*rope_base)(const HParams&, int64_t layer) = nullptr;
+  // Whether rope.scaling applies to a layer (gemma's local layers rotate unscaled); nullptr: all.
+  bool (*rope_scaled)(const HParams&, int64_t layer) = nullptr;
 };
 
 // The family for a GGUF general.architecture, or a clear error listing the supported ones.

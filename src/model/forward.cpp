@@ -1,17 +1,43 @@
 #include "model/forward.h"
 
+#include <algorithm>
 #include <cmath>
 
-#include "model/rope.h"
 #include "util/error.h"
 #include "util/phase_clock.h"
 
 namespace ts {
-Forward::Forward(const Model& m, Backend& be, KvCache& kv, const ForwardOptions& opt)
-    : m_(m), be_(be), kv_(kv), opt_(opt) {
+namespace {
+
+// The logits buffer holds at most this many bytes; longer all-logits runs go through the head in
+// passes (each row's logits are the same bytes however the rows are grouped).
+constexpr int64_t kLogitsBufferBytes = int64_t{64} << 20;
+
+RopeParams rope_for_layer(const Model& m, int64_t l) {
+  const HParams& h = m.hp();
+  const Family& f = m.family();
+  RopeParams p;
+  p.layout = f.rope_layout;
+  p.n_rot = h.n_rot;
+  p.base = f.rope_base ? f.rope_base(h, l) : h.rope_base;
+  if (!f.rope_scaled || f.rope_scaled(h, l)) {
+    p.linear_factor = h.rope_linear_factor;
+    p.yarn_factor = h.yarn_factor;
+    p.yarn_orig_ctx = h.yarn_orig_ctx;
+    p.yarn_beta_fast = h.yarn_beta_fast;
+    p.yarn_beta_slow = h.yarn_beta_slow;
+  }
+  p.freq_factors = m.rope_freqs();
+  return p;
+}
+
+}  // namespace
+
+Forward::Forward(const Model& m, Backend& be, const ForwardOptions& opt) : m_(m), be_(be), opt_(opt) {
   const HParams& h = m.hp();
   if (opt_.max_batch < 1) fail("the batch size must be positive");
   const int64_t B = opt_.max_batch, q_width = h.n_head * h.head_dim, kv_width = h.n_head_kv * h.head_dim;
+  head_rows_ = std::clamp<int64_t>(kLogitsBufferBytes / (h.n_vocab * int64_t{sizeof(float)}), 1, B);
   x_ = be.alloc(B, h.n_embd);
   h_ = be.alloc(B, h.n_embd);
   q_ = be.alloc(B, q_width);
@@ -20,7 +46,8 @@ Forward::Forward(const Model& m, Backend& be, KvCache& kv, const ForwardOptions&
   att_ = be.alloc(B, q_width);
   o_ = be.alloc(B, h.n_embd);
   ffn_out_ = be.alloc(B, h.n_embd);
-  logits_ = be.alloc(B, h.n_vocab);
+  head_in_ = be.alloc(head_rows_, h.n_embd);
+  logits_ = be.alloc(head_rows_, h.n_vocab);
   if (h.is_moe()) {
     const Family& f = m.family();
     moe_ = std::make_unique<MoeLayer>(be, MoeShape{h.n_embd, h.n_ff_expert, h.n_expert, h.n_expert_used, f.router, f.expert_activation}, B);
@@ -30,18 +57,20 @@ Forward::Forward(const Model& m, Backend& be, KvCache& kv, const ForwardOptions&
     up_ = be.alloc(B, h.n_ff);
     ffn_act_ = be.alloc(B, h.n_ff);
   }
+  for (int64_t l = 0; l < h.n_layer; ++l) rope_.push_back(rope_for_layer(m, l));
 }
 
 Forward::~Forward() {
-  for (Act* a : {&x_, &h_, &q_, &k_, &v_, &att_, &o_, &gate_, &up_, &ffn_act_, &ffn_out_, &logits_})
+  for (Act* a : {&x_, &h_, &q_, &k_, &v_, &att_, &o_, &gate_, &up_, &ffn_act_, &ffn_out_, &head_in_, &logits_})
     if (a->data) be_.release(*a);
 }
 
-void Forward::attention_block(int64_t l, Act x, int64_t n, int64_t pos0) {
+void Forward::attention_block(int64_t l, Act x) {
   PhaseScope phase(Phase::Attention);
   const HParams& hp = m_.hp();
   const Family& f = m_.family();
   const LayerWeights& w = m_.layer(l);
+  const int64_t n = x.n;
   Act h = h_.first(n), q = q_.first(n), k = k_.first(n), v = v_.first(n), att = att_.first(n), o = o_.first(n);
   be_.rms_norm(x, w.attn_norm, hp.norm_eps, hp.n_embd, h);
   be_.matmul(w.q, h, q);
@@ -65,16 +94,17 @@ void Forward::attention_block(int64_t l, Act x, int64_t n, int64_t pos0) {
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hp.head_dim)));
   p.window = hp.sliding_window > 0 && f.uses_window && f.uses_window(hp, l) ? hp.sliding_window : 0;
   p.sinks = w.sinks;
-  be_.attention(kv_.layers[l], q, k, v, pos0, p, att);
+  be_.attention(l, q, k, v, p, att);
   be_.matmul(w.o, att, o);
   if (w.o_bias) be_.add_bias(o, w.o_bias);
   if (w.post_attn_norm) be_.rms_norm(o, w.post_attn_norm, hp.norm_eps, hp.n_embd, o);
   be_.add(x, o);
 }
 
-void Forward::ffn_block(int64_t l, Act x, int64_t n) {
+void Forward::ffn_block(int64_t l, Act x) {
   const HParams& hp = m_.hp();
   const LayerWeights& w = m_.layer(l);
+  const int64_t n = x.n;
   Act h = h_.first(n), y = ffn_out_.first(n);
   be_.rms_norm(x, w.ffn_norm, hp.norm_eps, hp.n_embd, h);
   if (moe_) {
@@ -93,42 +123,93 @@ void Forward::ffn_block(int64_t l, Act x, int64_t n) {
   be_.add(x, y);
 }
 
-void Forward::run(const int32_t* ids, int64_t n, bool all_logits, float* logits) {
-  PhaseScope phase(Phase::DenseCompute);  // attention and the MoE layer mark their own phases
+void Forward::check_finite(Act x, const char* what, int64_t layer) {
+  check_buf_.resize(static_cast<size_t>(x.n * x.dim));
+  be_.to_host(x, check_buf_.data());
+  for (size_t j = 0; j < check_buf_.size(); ++j)
+    if (!std::isfinite(check_buf_[j])) {
+      const int64_t row = static_cast<int64_t>(j) / x.dim;
+      if (layer < 0) fail("the {} are not finite (row {} of the batch): the model file holds NaN or infinite weights", what, row);
+      fail("the output of layer {} is not finite (row {} of the batch): the model file holds NaN or infinite weights, or the activations overflow", layer, row);
+    }
+}
+
+void Forward::layers(int64_t n, bool check) {
   const HParams& hp = m_.hp();
   const Family& f = m_.family();
-  if (n < 1 || n > opt_.max_batch) fail("internal error: batch of {} tokens (1..{} allowed)", n, opt_.max_batch);
-  const int64_t pos0 = kv_.n_past;
-  if (pos0 + n > kv_.n_ctx)
-    fail("context is full: {} tokens would need {} positions, the limit is {} (raise it with --ctx)", n, pos0 + n, kv_.n_ctx);
-  for (int64_t i = 0; i < n; ++i)
-    if (ids[i] < 0 || ids[i] >= hp.n_vocab) fail("token id {} is out of range (the vocabulary has {} tokens)", ids[i], hp.n_vocab);
-
-  // One table per distinct rotary base (gemma has two), shared by the layers that use it.
-  rope_.resize(hp.n_layer);
-  auto base_of = [&](int64_t l) { return f.rope_base ? f.rope_base(hp, l) : hp.rope_base; };
-  for (int64_t l = 0; l < hp.n_layer; ++l) {
-    int64_t same = 0;
-    while (same < l && base_of(same) != base_of(l)) ++same;
-    rope_[l] = same < l ? rope_[same] : make_rope_table(hp, f.rope_layout, base_of(l), pos0, n);
-  }
-
   Act x = x_.first(n);
-  be_.embed(m_.token_embd(), ids, n, x);
+  be_.embed(m_.token_embd(), x);
   if (f.embed_scale) be_.scale(x, f.embed_scale(hp));
+  if (check) check_finite(x, "token embeddings", -1);
   for (int64_t l = 0; l < hp.n_layer; ++l) {
-    attention_block(l, x, n, pos0);
-    ffn_block(l, x, n);
+    attention_block(l, x);
+    ffn_block(l, x);
+    if (check) check_finite(x, "", l);
   }
-  kv_.n_past += n;
+}
+
+void Forward::run(std::span<const SeqStep> seqs) {
+  PhaseScope phase(Phase::DenseCompute);  // attention and the MoE layer mark their own phases
+  const HParams& hp = m_.hp();
+  const int64_t V = hp.n_vocab;
+  ids_.clear();
+  seq_rows_.clear();
+  out_rows_.clear();
+  out_dst_.clear();
+  for (const SeqStep& s : seqs) {
+    if (s.n < 1) fail("internal error: a sequence of {} tokens in a forward call", s.n);
+    for (const SeqStep& other : seqs)
+      if (&other != &s && other.kv == s.kv) fail("internal error: one KV cache appears twice in a forward call");
+    const int64_t pos0 = s.kv->n_past;
+    if (pos0 + s.n > s.kv->n_ctx)
+      fail("context is full: {} tokens would need {} positions, the limit is {} (raise it with --ctx)", s.n, pos0 + s.n, s.kv->n_ctx);
+    const int64_t row0 = static_cast<int64_t>(ids_.size());
+    for (int64_t i = 0; i < s.n; ++i) {
+      if (s.ids[i] < 0 || s.ids[i] >= V) fail("token id {} is out of range (the vocabulary has {} tokens)", s.ids[i], V);
+      ids_.push_back(s.ids[i]);
+    }
+    seq_rows_.push_back(SeqRows{s.kv->handle(), row0, s.n, pos0});
+    if (s.logits)
+      for (int64_t i = s.all_logits ? 0 : s.n - 1; i < s.n; ++i) {
+        out_rows_.push_back(static_cast<int32_t>(row0 + i));
+        out_dst_.push_back(s.logits + (s.all_logits ? i * V : 0));
+      }
+  }
+  const int64_t n = static_cast<int64_t>(ids_.size());
+  if (n < 1 || n > opt_.max_batch) fail("internal error: batch of {} tokens (1..{} allowed)", n, opt_.max_batch);
+
+  Step step;
+  step.ids = ids_.data();
+  step.n_rows = n;
+  step.seqs = seq_rows_.data();
+  step.n_seqs = static_cast<int64_t>(seq_rows_.size());
+  step.out_rows = out_rows_.data();
+  step.n_out = static_cast<int64_t>(out_rows_.size());
+  be_.begin_step(step);
+  layers(n, false);
+  for (const SeqStep& s : seqs) s.kv->n_past += s.n;
 
   // Only the rows whose logits are wanted go through the head (the largest matrix of small models).
-  Act last = all_logits ? x : Act{x.row(n - 1), 1, x.dim};
-  Act h = h_.first(last.n);
-  be_.rms_norm(last, m_.output_norm(), hp.norm_eps, hp.n_embd, h);
-  Act out = logits_.first(last.n);
-  be_.matmul(m_.output(), h, out);
-  be_.to_host(out, logits);
+  bool finite = true;
+  Act x = x_.first(n);
+  for (int64_t first = 0; first < step.n_out; first += head_rows_) {
+    const int64_t m = std::min(head_rows_, step.n_out - first);
+    Act sel = head_in_.first(m), out = logits_.first(m);
+    be_.select_output_rows(x, first, sel);
+    be_.rms_norm(sel, m_.output_norm(), hp.norm_eps, hp.n_embd, sel);
+    be_.matmul(m_.output(), sel, out);
+    for (int64_t r = 0; r < m; ++r) {
+      float* dst = out_dst_[first + r];
+      be_.to_host(out.rows(r, 1), dst);
+      finite = finite && std::all_of(dst, dst + V, [](float v) { return std::isfinite(v); });
+    }
+  }
+  if (!finite) {
+    // Locate the fault only now: run the step again (it rewrites the same cache entries with the
+    // same values) with every layer's output checked.
+    layers(n, true);
+    fail("the output head produced non-finite logits: the model file holds NaN or infinite weights");
+  }
 }
 
 }  // namespace ts

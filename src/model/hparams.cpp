@@ -1,5 +1,7 @@
 #include "model/hparams.h"
 
+#include <cmath>
+
 #include "gguf/gguf.h"
 #include "util/error.h"
 
@@ -34,12 +36,21 @@ HParams HParams::from_gguf(const GgufFile& g) {
   if (!(h.norm_eps > 0)) fail("'{}': the RMS norm epsilon must be positive", g.path());
   h.rope_base = g.get_float(p + "rope.freq_base", 10000.0);
   if (!(h.rope_base > 1)) fail("'{}': rope.freq_base must be > 1, got {}", g.path(), h.rope_base);
-  if (g.get_string(p + "rope.scaling.type", "none") == "yarn") {
+  // RoPE scaling changes the math: a type we do not implement is refused, never ignored (the text
+  // would stay fluent and be wrong).
+  const std::string scaling = g.get_string(p + "rope.scaling.type", "none");
+  if (scaling == "yarn") {
     h.yarn_factor = g.get_float(p + "rope.scaling.factor");
     h.yarn_orig_ctx = g.get_float(p + "rope.scaling.original_context_length");
     h.yarn_beta_fast = g.get_float(p + "rope.scaling.yarn_beta_fast", 32.0);
     h.yarn_beta_slow = g.get_float(p + "rope.scaling.yarn_beta_slow", 1.0);
     if (!(h.yarn_factor >= 1) || !(h.yarn_orig_ctx > 0)) fail("'{}': invalid YaRN rope scaling parameters", g.path());
+  } else if (scaling == "linear") {
+    h.rope_linear_factor = g.get_float(p + "rope.scaling.factor", 1.0);
+    if (!(h.rope_linear_factor > 0) || !std::isfinite(h.rope_linear_factor))
+      fail("'{}': {}rope.scaling.factor must be positive, got {}", g.path(), p, h.rope_linear_factor);
+  } else if (scaling != "none") {
+    fail("'{}': {}rope.scaling.type '{}' is not supported (none, linear and yarn are)", g.path(), p, scaling);
   }
   h.sliding_window = g.get_int(p + "attention.sliding_window", 0);
   if (h.sliding_window < 0) fail("'{}': negative sliding window", g.path());

@@ -16,6 +16,8 @@ struct HParams {
   int64_t n_ff = 0;
   float norm_eps = 1e-5f;
   double rope_base = 10000.0;
+  // rope.scaling.type = linear: positions are divided by this factor (1: none).
+  double rope_linear_factor = 1.0;
   // YaRN (gpt-oss): factor 0 means no scaling.
   double yarn_factor = 0, yarn_orig_ctx = 0, yarn_beta_fast = 32, yarn_beta_slow = 1;
   int64_t sliding_window = 0;

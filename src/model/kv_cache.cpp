@@ -4,9 +4,16 @@
 
 namespace ts {
 
-KvCache::KvCache(Backend& be, const HParams& h, int64_t ctx) : n_ctx(ctx) {
+namespace {
+int64_t checked_ctx(int64_t ctx) {
   if (ctx <= 0) fail("the context size must be positive, got {}", ctx);
-  for (int64_t l = 0; l < h.n_layer; ++l) layers.push_back(be.alloc_kv(ctx, h.n_head_kv * h.head_dim));
+  return ctx;
 }
+}  // namespace
+
+KvCache::KvCache(Backend& be, const HParams& h, int64_t ctx)
+    : n_ctx(checked_ctx(ctx)), be_(be), handle_(be.alloc_kv(h.n_layer, ctx, h.n_head_kv * h.head_dim)) {}
+
+KvCache::~KvCache() { be_.free_kv(handle_); }
 
 }  // namespace ts

@@ -31,6 +31,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be, const L
   // Tied embeddings (SmolLM2, gemma): without output.weight the head is the embedding table.
   m->output_ = has_tensor(g, "output.weight") ? bind_matrix(g, be, "output.weight", h.n_embd, h.n_vocab) : m->token_embd_;
   m->output_norm_ = bind_vector(g, be, "output_norm.weight", h.n_embd);
+  // Llama 3.1's per-frequency divisors: ignoring them runs fine and rotates long contexts wrongly.
+  if (has_tensor(g, "rope_freqs.weight")) m->rope_freqs_ = bind_vector(g, be, "rope_freqs.weight", h.n_rot / 2);
 
   m->layers_.resize(h.n_layer);
   for (int64_t l = 0; l < h.n_layer; ++l) {
@@ -74,6 +76,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be, const L
     auto src = install ? expert_source_from_install(*install, h, f) : expert_source_from_gguf(g, h, f);
     const uint64_t core = install ? g.file().size() : g.file().size() - src->total_expert_bytes();
     m->experts_ = bind_experts(std::move(src), g, core, h, o.experts, o.run, be);
+    prefault_resident_core(g);
   }
   return m;
 }

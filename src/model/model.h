@@ -43,6 +43,7 @@ class Model {
   const Mat& token_embd() const { return token_embd_; }
   const Mat& output() const { return output_; }
   const float* output_norm() const { return output_norm_; }
+  const float* rope_freqs() const { return rope_freqs_; }  // rope_freqs.weight, or null
   const LayerWeights& layer(int64_t l) const { return layers_[l]; }
   ExpertStore& experts() const { return *experts_.store; }
   const std::shared_ptr<const ExpertSource>& expert_source() const { return experts_.source; }
@@ -54,6 +55,7 @@ class Model {
   const Family* family_ = nullptr;
   Mat token_embd_, output_;
   const float* output_norm_ = nullptr;
+  const float* rope_freqs_ = nullptr;
   std::vector<LayerWeights> layers_;
   BoundExperts experts_;
 };

@@ -28,7 +28,7 @@ std::string GenerationStats::summary() const {
 }
 
 Generator::Generator(const Model& m, Backend& be, int64_t n_ctx, int64_t batch)
-    : m_(m), be_(be), kv_(be, m.hp(), n_ctx), fwd_(m, be, kv_, batch_options(batch)), logits_(m.hp().n_vocab) {}
+    : m_(m), be_(be), kv_(be, m.hp(), n_ctx), fwd_(m, be, batch_options(batch)), logits_(m.hp().n_vocab) {}
 
 GenerationStats Generator::generate(const std::vector<int32_t>& prompt, int64_t max_tokens, Sampler& sampler,
                                     const std::function<bool(int32_t)>& is_eog,
@@ -47,7 +47,8 @@ GenerationStats Generator::generate(const std::vector<int32_t>& prompt, int64_t 
   const double t0 = now_seconds();
   for (size_t i = keep; i < prompt.size(); i += fwd_.max_batch()) {
     const int64_t n = std::min<int64_t>(fwd_.max_batch(), static_cast<int64_t>(prompt.size() - i));
-    fwd_.run(prompt.data() + i, n, false, logits_.data());
+    const bool last = i + n == prompt.size();  // only the last chunk's logits are sampled from
+    fwd_.run(kv_, prompt.data() + i, n, false, last ? logits_.data() : nullptr);
   }
   cached_.insert(cached_.end(), prompt.begin() + keep, prompt.end());
   for (int32_t id : prompt) sampler.accept(id);
@@ -72,7 +73,7 @@ GenerationStats Generator::generate(const std::vector<int32_t>& prompt, int64_t 
     if (!on_token(id)) break;
     if (st.generated == max_tokens) break;
     if (kv_.n_past + 1 > kv_.n_ctx) fail("the context is full after {} tokens (raise it with --ctx)", kv_.n_past);
-    fwd_.run(&id, 1, false, logits_.data());
+    fwd_.run(kv_, &id, 1, false, logits_.data());
     cached_.push_back(id);
   }
   st.decode_seconds = now_seconds() - t1;

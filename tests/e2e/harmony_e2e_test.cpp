@@ -44,10 +44,10 @@ TEST(HarmonyEndToEnd, RenderTokenizeRunAndParse) {
   auto be = make_cpu_backend(2);
   auto model = Model::load(model_path, *be);
   KvCache kv(*be, model->hp(), 512);
-  Forward fwd(*model, *be, kv);
+  Forward fwd(*model, *be);
   std::vector<float> logits(model->hp().n_vocab);
   for (size_t i = 0; i < ids.size(); i += fwd.max_batch())
-    fwd.run(ids.data() + i, std::min<int64_t>(fwd.max_batch(), ids.size() - i), false, logits.data());
+    fwd.run(kv, ids.data() + i, std::min<int64_t>(fwd.max_batch(), ids.size() - i), false, logits.data());
   for (float v : logits) ASSERT_TRUE(std::isfinite(v));
   std::filesystem::remove_all(dir);
 

@@ -68,10 +68,10 @@ TEST_P(RealModelTest, TeacherForcedArgmaxFollowsLlamaCppGreedy) {
     KvCache kv(*be, model->hp(), static_cast<int64_t>(ids.size()));
     ForwardOptions fo;
     fo.max_batch = static_cast<int64_t>(ids.size());
-    Forward fwd(*model, *be, kv, fo);
+    Forward fwd(*model, *be, fo);
     const int64_t V = model->hp().n_vocab;
     std::vector<float> logits(ids.size() * V);
-    fwd.run(ids.data(), static_cast<int64_t>(ids.size()), true, logits.data());
+    fwd.run(kv, ids.data(), static_cast<int64_t>(ids.size()), true, logits.data());
     for (size_t i = 0; i < c.greedy_ids.size(); ++i) {
       const float* row = logits.data() + (c.prompt_ids.size() - 1 + i) * V;
       const int32_t best = static_cast<int32_t>(std::max_element(row, row + V) - row);

@@ -35,15 +35,15 @@ class ContextLimit : public testing::Test {
 };
 
 TEST_F(ContextLimit, PrefillPastTheLimitThrows) {
-  Forward fwd(*model_, *be_, kv_, ForwardOptions{.max_batch = 9});
-  EXPECT_THAT(error_of([&] { fwd.run(ids_.data(), 9, true, logits_.data()); }), HasSubstr("context"));
+  Forward fwd(*model_, *be_, ForwardOptions{.max_batch = 9});
+  EXPECT_THAT(error_of([&] { fwd.run(kv_, ids_.data(), 9, true, logits_.data()); }), HasSubstr("context"));
   EXPECT_EQ(kv_.n_past, 0);
 }
 
 TEST_F(ContextLimit, DecodeStepPastTheLimitThrows) {
-  Forward fwd(*model_, *be_, kv_, ForwardOptions{.max_batch = 1});
-  for (int i = 0; i < 8; ++i) ASSERT_EQ(error_of([&] { fwd.run(&ids_[i], 1, false, logits_.data()); }), "") << "token " << i;
-  EXPECT_THAT(error_of([&] { fwd.run(&ids_[8], 1, false, logits_.data()); }), HasSubstr("context"));
+  Forward fwd(*model_, *be_, ForwardOptions{.max_batch = 1});
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(error_of([&] { fwd.run(kv_, &ids_[i], 1, false, logits_.data()); }), "") << "token " << i;
+  EXPECT_THAT(error_of([&] { fwd.run(kv_, &ids_[8], 1, false, logits_.data()); }), HasSubstr("context"));
   EXPECT_EQ(kv_.n_past, 8);
 }
 

@@ -27,9 +27,9 @@ std::vector<float> api_logits(const Fixture& f, int threads, int64_t batch) {
   KvCache kv(*be, model->hp(), n);
   ForwardOptions fo;
   fo.max_batch = batch;
-  Forward fwd(*model, *be, kv, fo);
+  Forward fwd(*model, *be, fo);
   std::vector<float> logits(static_cast<size_t>(n * V));
-  for (int64_t i = 0; i < n; i += batch) fwd.run(ids.data() + i, std::min(batch, n - i), true, logits.data() + i * V);
+  for (int64_t i = 0; i < n; i += batch) fwd.run(kv, ids.data() + i, std::min(batch, n - i), true, logits.data() + i * V);
   return logits;
 }
 

@@ -1,5 +1,6 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -37,15 +38,28 @@ void CpuBackend::release(Act& a) {
   a = Act{};
 }
 
-KvLayer CpuBackend::alloc_kv(int64_t n_ctx, int64_t width) {
+KvHandle CpuBackend::alloc_kv(int64_t n_layer, int64_t n_ctx, int64_t width) {
+  KvSeq seq;
+  seq.n_ctx = n_ctx;
+  seq.width = width;
   const size_t n = static_cast<size_t>(n_ctx) * width;
-  auto k = std::unique_ptr<float[]>(new (std::nothrow) float[n]);
-  auto v = std::unique_ptr<float[]>(new (std::nothrow) float[n]);
-  if (!k || !v) fail("out of memory allocating a KV cache of {} positions (reduce --ctx)", n_ctx);
-  KvLayer l{k.get(), v.get(), n_ctx, width};
-  kv_.push_back(std::move(k));
-  kv_.push_back(std::move(v));
-  return l;
+  for (int64_t l = 0; l < n_layer; ++l) {
+    seq.k.emplace_back(new (std::nothrow) float[n]);
+    seq.v.emplace_back(new (std::nothrow) float[n]);
+    if (!seq.k.back() || !seq.v.back())
+      fail("out of memory allocating a KV cache of {} positions (reduce --ctx)", n_ctx);
+  }
+  const KvHandle h = next_kv_++;
+  kv_.emplace(h, std::move(seq));
+  return h;
+}
+
+void CpuBackend::free_kv(KvHandle kv) { kv_.erase(kv); }
+
+size_t CpuBackend::kv_bytes() const {
+  size_t total = 0;
+  for (const auto& [h, s] : kv_) total += 2 * s.k.size() * static_cast<size_t>(s.n_ctx) * s.width * sizeof(float);
+  return total;
 }
 
 Buffer CpuBackend::alloc_buffer(size_t bytes, MemKind kind) {
@@ -67,9 +81,26 @@ const float* CpuBackend::upload_f32(const std::vector<float>& v) {
   return vectors_.back().data();
 }
 
-void CpuBackend::embed(const Mat& table, const int32_t* ids, int64_t n, Act out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const auto* row = static_cast<const uint8_t*>(table.data) + static_cast<size_t>(ids[i]) * table.row_stride;
+void CpuBackend::begin_step(const Step& st) {
+  ids_.assign(st.ids, st.ids + st.n_rows);
+  seqs_.assign(st.seqs, st.seqs + st.n_seqs);
+  out_rows_.assign(st.out_rows, st.out_rows + st.n_out);
+  row_pos_.resize(st.n_rows);
+  row_seq_.resize(st.n_rows);
+  for (int64_t s = 0; s < st.n_seqs; ++s) {
+    const SeqRows& q = seqs_[s];
+    if (!kv_.count(q.kv)) fail("internal error: step names an unknown KV cache {}", q.kv);
+    for (int64_t i = 0; i < q.n; ++i) {
+      row_pos_[q.row0 + i] = q.pos0 + i;
+      row_seq_[q.row0 + i] = s;
+    }
+  }
+  rope_.clear();
+}
+
+void CpuBackend::embed(const Mat& table, Act out) {
+  for (int64_t i = 0; i < out.n; ++i) {
+    const auto* row = static_cast<const uint8_t*>(table.data) + static_cast<size_t>(ids_[i]) * table.row_stride;
     quant::dequantize(table.type, row, out.row(i), table.cols);
   }
 }
@@ -136,8 +167,17 @@ void CpuBackend::scale(Act x, float s) {
   for (int64_t j = 0; j < n; ++j) x.data[j] *= s;
 }
 
-void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeTable& t) {
-  const int64_t half = t.n_rot / 2;
+void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p) {
+  // Layers that rotate alike share one table per step (gemma has two kinds of layer).
+  auto it = std::find_if(rope_.begin(), rope_.end(), [&](const RopeTable& t) { return t.params == p; });
+  if (it == rope_.end()) {
+    rope_.push_back(RopeTable{p, {}, {}});
+    compute_rope_table(row_pos_, rope_.back());
+    it = rope_.end() - 1;
+  }
+  const RopeTable& t = *it;
+  const int64_t half = p.n_rot / 2;
+  const bool neox = p.layout == RopeParams::Layout::NeoX;
   for (int64_t i = 0; i < x.n; ++i) {
     const float* c = t.cos.data() + i * half;
     const float* s = t.sin.data() + i * half;
@@ -146,8 +186,8 @@ void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeTable& 
       for (int64_t j = 0; j < half; ++j) {
         // AdjacentPairs rotates (v[2j], v[2j+1]) (GGUF's llama layout, after the converter's
         // permutation); NeoX rotates (v[j], v[j + n_rot/2]).
-        float& a = t.layout == RopeTable::Layout::NeoX ? v[j] : v[2 * j];
-        float& b = t.layout == RopeTable::Layout::NeoX ? v[j + half] : v[2 * j + 1];
+        float& a = neox ? v[j] : v[2 * j];
+        float& b = neox ? v[j + half] : v[2 * j + 1];
         const float a0 = a, b0 = b;
         a = a0 * c[j] - b0 * s[j];
         b = a0 * s[j] + b0 * c[j];
@@ -156,22 +196,30 @@ void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeTable& 
   }
 }
 
-void CpuBackend::attention(const KvLayer& kv, Act q, Act k, Act v, int64_t pos0, const AttentionParams& p, Act out) {
-  const int64_t width = kv.width, hd = p.head_dim, group = p.n_head / p.n_head_kv;
-  for (int64_t i = 0; i < k.n; ++i) {
-    std::memcpy(kv.k + (pos0 + i) * width, k.row(i), width * sizeof(float));
-    std::memcpy(kv.v + (pos0 + i) * width, v.row(i), width * sizeof(float));
+void CpuBackend::attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) {
+  const int64_t hd = p.head_dim, group = p.n_head / p.n_head_kv;
+  std::vector<const KvSeq*> seq(seqs_.size());
+  for (size_t s = 0; s < seqs_.size(); ++s) {
+    const KvSeq& kv = kv_.at(seqs_[s].kv);
+    seq[s] = &kv;
+    for (int64_t i = seqs_[s].row0; i < seqs_[s].row0 + seqs_[s].n; ++i) {
+      std::memcpy(kv.k[layer].get() + row_pos_[i] * kv.width, k.row(i), kv.width * sizeof(float));
+      std::memcpy(kv.v[layer].get() + row_pos_[i] * kv.width, v.row(i), kv.width * sizeof(float));
+    }
   }
   pool_.parallel_for(q.n * p.n_head, [&](int64_t task) {
     const int64_t i = task / p.n_head, h = task % p.n_head, kvh = h / group;
-    const int64_t pos = pos0 + i;
+    const KvSeq& kv = *seq[row_seq_[i]];
+    const float* K = kv.k[layer].get();
+    const float* V = kv.v[layer].get();
+    const int64_t width = kv.width, pos = row_pos_[i];
     const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
     thread_local std::vector<float> scores;
     scores.resize(pos - lo + 1);
     const float* qh = q.row(i) + h * hd;
     float mx = p.sinks ? p.sinks[h] : -INFINITY;
     for (int64_t j = lo; j <= pos; ++j) {
-      const float* kj = kv.k + j * width + kvh * hd;
+      const float* kj = K + j * width + kvh * hd;
       float d = 0;
       for (int64_t e = 0; e < hd; ++e) d += qh[e] * kj[e];
       scores[j - lo] = d * p.scale;
@@ -188,7 +236,7 @@ void CpuBackend::attention(const KvLayer& kv, Act q, Act k, Act v, int64_t pos0,
     std::fill(o, o + hd, 0.0f);
     for (int64_t j = lo; j <= pos; ++j) {
       const float wgt = scores[j - lo] * inv;
-      const float* vj = kv.v + j * width + kvh * hd;
+      const float* vj = V + j * width + kvh * hd;
       for (int64_t e = 0; e < hd; ++e) o[e] += wgt * vj[e];
     }
   });
@@ -235,6 +283,10 @@ void CpuBackend::combine_ranked(Act slots, const float* weights, int64_t k, Act 
       for (int64_t j = 0; j < out.dim; ++j) o[j] += wgt * s[j];
     }
   }
+}
+
+void CpuBackend::select_output_rows(Act x, int64_t first, Act out) {
+  for (int64_t i = 0; i < out.n; ++i) std::memcpy(out.row(i), x.row(out_rows_[first + i]), x.dim * sizeof(float));
 }
 
 void CpuBackend::to_host(Act a, float* dst) {

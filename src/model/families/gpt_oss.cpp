@@ -15,7 +15,7 @@ const Family& gpt_oss_family() {
   static const Family f = [] {
     Family x;
     x.arch = "gpt-oss";
-    x.rope_layout = RopeTable::Layout::NeoX;  // YaRN parameters come from rope.scaling.* metadata
+    x.rope_layout = RopeParams::Layout::NeoX;  // YaRN parameters come from rope.scaling.* metadata
     x.attn_bias = true;                        // biases are applied before RoPE
     // One learned logit per query head joins the softmax denominator only (no value): a head can
     // put its attention mass "nowhere" instead of being forced onto some token.

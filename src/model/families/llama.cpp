@@ -9,7 +9,7 @@ const Family& llama_family() {
     x.arch = "llama";
     // GGUF's llama converter permutes q/k rows so that RoPE rotates adjacent pairs (x[2i], x[2i+1]);
     // rotating halves instead gives wrong positions while the text can still look plausible.
-    x.rope_layout = RopeTable::Layout::AdjacentPairs;
+    x.rope_layout = RopeParams::Layout::AdjacentPairs;
     // Mixtral: softmax over all experts, top-k, renormalise the selected weights to sum to 1.
     x.router = RouterContract::SoftmaxTopKRenorm;
     return x;

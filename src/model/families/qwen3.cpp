@@ -11,7 +11,7 @@ const Family& qwen3_family() {
     // attention logits unbounded, which is what the norm was added to prevent.
     x.qk_norm = true;
     // HF-style rotary: pairs are (x[i], x[i + d/2]); the converter does not permute qwen weights.
-    x.rope_layout = RopeTable::Layout::NeoX;
+    x.rope_layout = RopeParams::Layout::NeoX;
     return x;
   }();
   return f;

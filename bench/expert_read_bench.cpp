@@ -3,7 +3,7 @@
 // with O_DIRECT, each configuration on its own region of the file so that no configuration reads
 // what another brought into a device cache. This is the measurement behind the pool's defaults
 // (docs/RESIDENCY.md).
-//   expert_read_bench FILE [BLOB_MB=13] [BLOBS_PER_RUN=24]
+//   expert_read_bench FILE [BLOB_MB=13] [BLOBS_PER_RUN=24] [START_GB=0]
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s FILE [BLOB_MB=13] [BLOBS_PER_RUN=24]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s FILE [BLOB_MB=13] [BLOBS_PER_RUN=24] [START_GB=0]\n", argv[0]);
     return 2;
   }
   const std::string path = argv[1];
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
 
   const int threads[] = {1, 2, 4, 8};
   const uint64_t chunks[] = {256 << 10, 1 << 20, 4 << 20};
-  uint64_t at = 0;
+  uint64_t at = (argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 0) << 30;
   std::printf("threads chunk_KiB GB/s\n");
   for (int t : threads)
     for (uint64_t c : chunks) {

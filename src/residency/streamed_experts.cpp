@@ -1,6 +1,7 @@
 // Streamed experts: per layer, a fixed set of slots in backend memory, planned by SlotPlanner and
 // filled by the reader pool. One mutex guards the planners and slot states; reader threads only
 // flip a slot's I/O state (and wake the waiter); everything else happens on the forward thread.
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -71,8 +72,12 @@ class StreamedExperts final : public ExpertStore {
       }
       if (planned_.empty()) {
         if (pending_.empty()) return {};
-        fail("expert cache of layer {}: every one of its {} slots is leased; release a lease before asking for the next expert",
-             layer_, L.slots.size());
+        // Nothing fits now. Slots still being read (prefetches) become evictable when their reads
+        // land; if none is being read, only a released lease could free one: the caller holds them.
+        const bool reading = std::any_of(L.slots.begin(), L.slots.end(), [](const Slot& s) { return s.io == Io::Reading; });
+        if (!reading)
+          fail("expert cache of layer {}: every one of its {} slots is leased; release a lease before asking for the next expert",
+               layer_, L.slots.size());
       }
       PhaseScope wait(Phase::ExpertIoWait);
       cv_.wait(lk);

@@ -120,6 +120,15 @@ TEST_P(Pack, ATruncatedInstallIsRefusedNamingTheFile) {
   EXPECT_FALSE(fs::exists(dir_.file("o.f32")));
 }
 
+TEST_P(Pack, InspectDescribesTheInstallAndItsResidentTensors) {
+  const test::CliRun r = test::run_cli({"inspect", out_}, dir_);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("install: " + out_));
+  EXPECT_THAT(r.out, HasSubstr("format version 1"));
+  EXPECT_THAT(r.out, HasSubstr("token_embd.weight"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("_exps.weight")));
+}
+
 TEST_P(Pack, TheResidentFileAloneIsRefusedWithAPointerToTheDirectory) {
   const test::CliRun r = test::run_cli({"logits", "-m", out_ + "/resident.gguf", "--tokens", GetParam().tokens(), "-o", dir_.file("o.f32")}, dir_);
   EXPECT_EQ(r.code, 1);

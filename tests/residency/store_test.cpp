@@ -215,6 +215,25 @@ TEST_P(Stores, PrefetchedExpertsAreHitsAndWrongGuessesAreCounted) {
   EXPECT_EQ(store->stats().prefetch_wasted, 1);
 }
 
+TEST_P(Stores, ADemandReadWaitsForPrefetchesThatFillEverySlot) {
+  StreamOptions o = streamed(2, false);
+  o.prefetch = true;
+  o.read.chunk_bytes = 1 << 20;
+  // Slow reads: the prefetches are still in flight when the layer asks for something else.
+  o.read.read = [](int fd, void* buf, size_t n, uint64_t off) -> ssize_t {
+    ::usleep(20000);
+    return ::pread(fd, buf, n, static_cast<off_t>(off));
+  };
+  auto store = make_streamed_experts(src_, *be_, o);
+  const auto want = all_experts(model_->experts());
+  store->prefetch(0, std::vector<int32_t>{0, 1});
+  store->request(0, std::vector<int32_t>{2});
+  ExpertLease l = store->next();
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l.expert(), 2);
+  EXPECT_EQ(expert_bytes(l.view()), want[2]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Stores, testing::ValuesIn(test::moe_fixtures()), fixture_name);
 
 }  // namespace

@@ -54,6 +54,21 @@ struct AttentionParams {
   const float* sinks = nullptr;       // per q-head logit added to the softmax denominator only
 };
 
+// One residual-stream edit (steering), applied to every row x of an activation. With d the
+// direction, d^ = d / |d| and c = d^ . x for the row:
+//   Add:    x += alpha * d                      (llama.cpp's control vectors)
+//   Ablate: x -= alpha * c * d^                 (alpha = 1 removes the component along d)
+//   Clamp:  x += (target - c) * d^              (sets the component to target)
+//   Renorm: ablate, then rescale x to its norm before the edit
+// A row with |c| < gate is left unchanged.
+struct SteerParams {
+  enum class Mode { Add, Ablate, Clamp, Renorm };
+  Mode mode = Mode::Add;
+  const float* direction = nullptr;  // x.dim values in backend memory
+  double norm = 1;                   // |d|
+  float alpha = 1, target = 0, gate = 0;
+};
+
 enum class Activation {
   SwiGLU,          // silu(gate) * up
   GeluTanhGLU,     // gelu_tanh(gate) * up (gemma)
@@ -142,6 +157,7 @@ class Backend {
   virtual void scatter_rows(Act src, const int32_t* rows, int64_t n, Act dst) = 0;  // dst.row(rows[i]) = src.row(i)
   // out.row(t) = sum over r in [0, k) of weights[t*k + r] * slots.row(t*k + r), r ascending.
   virtual void combine_ranked(Act slots, const float* weights, int64_t k, Act out) = 0;
+  virtual void steer(Act x, const SteerParams& p) = 0;
   // out.row(i) = x.row(out_rows[first + i]) for i < out.n, over the step's out_rows (x and out
   // must not overlap).
   virtual void select_output_rows(Act x, int64_t first, Act out) = 0;

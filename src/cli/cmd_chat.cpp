@@ -17,7 +17,8 @@ void chat_loop(const GenerationOptions& o) {
   LoadedModel m = load_for_generation(o);
   const Tokenizer& tok = *m.tokenizer;
   const ChatSetup cs = chat_setup(m, o);
-  Generator gen(*m.model, *m.backend, o.model.ctx, o.model.batch);
+  Generator gen(*m.model, *m.backend, o.model.ctx, m.forward_options(o));
+  ResidualCapture capture;  // one snapshot per turn, at the turn's last prompt token
   RunInstruments instruments(o.model, *m.model);
   int64_t tokens = 0;
   Sampler sampler(sampler_config(o), m.model->hp().n_vocab);
@@ -43,6 +44,7 @@ void chat_loop(const GenerationOptions& o) {
     req.messages.push_back({"user", line, "", nullptr, ""});
     const std::vector<int32_t> prompt = tok.encode(chat::render(cs.format, req, cs.context), false, true);
     ReplyPrinter out(tok, cs.format == chat::Format::Harmony, o.show_reasoning);
+    if (!o.steer.capture_path.empty()) gen.capture_next(&capture);
     const GenerationStats st = gen.generate(
         prompt, o.n_predict, sampler, [&](int32_t id) { return tok.is_eog(id); },
         [&](int32_t id) { return out.push(id); });
@@ -52,6 +54,7 @@ void chat_loop(const GenerationOptions& o) {
     std::fprintf(stderr, "[%s]\n", st.summary().c_str());
     tokens += st.forward_tokens();
     req.messages.push_back({"assistant", out.text(), "", nullptr, ""});
+    if (!o.steer.capture_path.empty()) capture.write(o.steer.capture_path);
   }
   instruments.report(tokens);
 }

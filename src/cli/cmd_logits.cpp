@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/instruments.h"
 #include "cli/options.h"
+#include "cli/steering_options.h"
 #include "model/forward.h"
 #include "runtime/token_file.h"
 #include "util/atomic_file.h"
@@ -20,6 +21,7 @@ struct LogitsOptions {
   bool sequential = false;
   std::string expert_order = "router";
   int64_t phases_from = 0;
+  SteeringOptions steer;
 };
 
 void run_logits(const LogitsOptions& o) {
@@ -37,7 +39,11 @@ void run_logits(const LogitsOptions& o) {
   fo.expert_order = o.expert_order == "descending" ? ExpertOrder::Descending
                     : o.expert_order == "ascending" ? ExpertOrder::Ascending
                                                     : ExpertOrder::Router;
+  const std::unique_ptr<Steering> steering = o.steer.load(*be, model->hp().n_layer, model->hp().n_embd);
+  fo.steering = steering.get();
   Forward fwd(*model, *be, fo);
+  ResidualCapture capture;
+  const bool capturing = !o.steer.capture_path.empty();
   std::vector<float> logits(static_cast<size_t>(n) * V);
   RunInstruments instruments(o.model, *model);
   // Prefill goes through the batched path in chunks; --sequential feeds one token at a time
@@ -47,10 +53,14 @@ void run_logits(const LogitsOptions& o) {
   for (int64_t i = 0; i < n; i += fo.max_batch) {
     if (o.phases_from > 0 && i == o.phases_from) instruments.restart();
     const int64_t m = std::min(fo.max_batch, n - i);
-    fwd.run(kv, ids.data() + i, m, true, logits.data() + i * V);
+    // Without --capture-all only the last token of the whole input is captured.
+    const bool cap = capturing && (o.steer.capture_all || i + m == n);
+    const SeqStep s{&kv, ids.data() + i, m, true, logits.data() + i * V, cap ? &capture : nullptr, o.steer.capture_all};
+    fwd.run(std::span<const SeqStep>(&s, 1));
   }
   instruments.report(n - o.phases_from);
   write_file_atomically(o.out, logits.data(), logits.size() * sizeof(float));
+  if (capturing) capture.write(o.steer.capture_path);
 }
 
 }  // namespace
@@ -66,6 +76,7 @@ void add_logits_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   sub->add_option("--expert-order", o->expert_order, "order in which routed experts are asked for: router rank (default) or expert index (a testing aid: the output must not change)")
       ->check(CLI::IsMember({"router", "ascending", "descending"}));
+  add_steering_options(sub, o->steer, true);
   sub->callback([o] { run_logits(*o); });
 }
 

@@ -34,7 +34,9 @@ void run(const RunOptions& o) {
   } else {
     prompt = tok.encode(o.prompt, true, o.special);
   }
-  Generator gen(*m.model, *m.backend, o.gen.model.ctx, o.gen.model.batch);
+  Generator gen(*m.model, *m.backend, o.gen.model.ctx, m.forward_options(o.gen));
+  ResidualCapture capture;
+  if (!o.gen.steer.capture_path.empty()) gen.capture_next(&capture);
   RunInstruments instruments(o.gen.model, *m.model);
   Sampler sampler(sampler_config(o.gen), m.model->hp().n_vocab);
   ReplyPrinter out(tok, harmony, o.gen.show_reasoning);
@@ -46,6 +48,7 @@ void run(const RunOptions& o) {
   std::fflush(stdout);  // the summary on stderr must follow the text, not interleave with it
   std::fprintf(stderr, "%s\n", st.summary().c_str());
   instruments.report(st.forward_tokens());
+  if (!o.gen.steer.capture_path.empty()) capture.write(o.gen.steer.capture_path);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ void add_generation_options(CLI::App* sub, GenerationOptions& o) {
   sub->add_option("--system", o.system, "system prompt");
   sub->add_option("--reasoning-effort", o.reasoning_effort, "Harmony (gpt-oss) reasoning effort")->check(CLI::IsMember({"low", "medium", "high"}));
   sub->add_flag("--show-reasoning", o.show_reasoning, "Harmony: print the analysis channel to stderr");
+  add_steering_options(sub, o.steer, false);
 }
 
 LoadedModel load_for_generation(const GenerationOptions& o) {
@@ -36,7 +37,15 @@ LoadedModel load_for_generation(const GenerationOptions& o) {
          m.model->gguf().path());
   if (m.tokenizer->n_vocab() > m.model->hp().n_vocab)
     fail("the vocabulary has {} tokens but the model's embedding table only {}", m.tokenizer->n_vocab(), m.model->hp().n_vocab);
+  m.steering = o.steer.load(*m.backend, m.model->hp().n_layer, m.model->hp().n_embd);
   return m;
+}
+
+ForwardOptions LoadedModel::forward_options(const GenerationOptions& o) const {
+  ForwardOptions f;
+  f.max_batch = o.model.batch;
+  f.steering = steering.get();
+  return f;
 }
 
 SamplerConfig sampler_config(const GenerationOptions& o) {

@@ -8,6 +8,8 @@
 #include "backend/backend.h"
 #include "chat/chat_template.h"
 #include "cli/options.h"
+#include "cli/steering_options.h"
+#include "model/forward.h"
 #include "model/model.h"
 #include "runtime/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -23,6 +25,7 @@ struct GenerationOptions {
   std::string system;            // system prompt for chat
   std::string reasoning_effort;  // Harmony: low / medium / high
   bool show_reasoning = false;   // Harmony: print the analysis channel to stderr
+  SteeringOptions steer;
 };
 
 void add_generation_options(CLI::App* sub, GenerationOptions& o);
@@ -31,6 +34,8 @@ struct LoadedModel {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Steering> steering;  // null: no --steering
+  ForwardOptions forward_options(const GenerationOptions& o) const;
 };
 LoadedModel load_for_generation(const GenerationOptions& o);
 

@@ -144,8 +144,16 @@ void Forward::layers(int64_t n, bool check) {
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     attention_block(l, x);
     ffn_block(l, x);
+    if (opt_.steering)
+      for (const SteerParams& p : opt_.steering->after_layer(l)) be_.steer(x, p);
     if (check) check_finite(x, "", l);
+    if (!capture_rows_.empty() && !check) capture(l, x);
   }
+}
+
+void Forward::capture(int64_t layer, Act x) {
+  const int64_t H = m_.hp().n_embd;
+  for (const CaptureRow& c : capture_rows_) be_.to_host(x.rows(c.row, 1), c.dst + layer * H);
 }
 
 void Forward::run(std::span<const SeqStep> seqs) {
@@ -156,28 +164,45 @@ void Forward::run(std::span<const SeqStep> seqs) {
   seq_rows_.clear();
   out_rows_.clear();
   out_dst_.clear();
+  capture_rows_.clear();
+  // Everything is checked before anything changes, so a refused call leaves caches and captures as
+  // they were.
+  int64_t n = 0;
   for (const SeqStep& s : seqs) {
     if (s.n < 1) fail("internal error: a sequence of {} tokens in a forward call", s.n);
     for (const SeqStep& other : seqs)
-      if (&other != &s && other.kv == s.kv) fail("internal error: one KV cache appears twice in a forward call");
-    const int64_t pos0 = s.kv->n_past;
-    if (pos0 + s.n > s.kv->n_ctx)
-      fail("context is full: {} tokens would need {} positions, the limit is {} (raise it with --ctx)", s.n, pos0 + s.n, s.kv->n_ctx);
-    const int64_t row0 = static_cast<int64_t>(ids_.size());
-    for (int64_t i = 0; i < s.n; ++i) {
+      if (&other != &s && (other.kv == s.kv || (s.capture && other.capture == s.capture)))
+        fail("internal error: one KV cache or capture appears twice in a forward call");
+    if (s.kv->n_past + s.n > s.kv->n_ctx)
+      fail("context is full: {} tokens would need {} positions, the limit is {} (raise it with --ctx)", s.n,
+           s.kv->n_past + s.n, s.kv->n_ctx);
+    for (int64_t i = 0; i < s.n; ++i)
       if (s.ids[i] < 0 || s.ids[i] >= V) fail("token id {} is out of range (the vocabulary has {} tokens)", s.ids[i], V);
-      ids_.push_back(s.ids[i]);
-    }
+    n += s.n;
+  }
+  if (n < 1 || n > opt_.max_batch) fail("internal error: batch of {} tokens (1..{} allowed)", n, opt_.max_batch);
+  for (const SeqStep& s : seqs) {
+    const int64_t pos0 = s.kv->n_past, row0 = static_cast<int64_t>(ids_.size());
+    ids_.insert(ids_.end(), s.ids, s.ids + s.n);
     seq_rows_.push_back(SeqRows{s.kv->handle(), row0, s.n, pos0});
+    if (s.capture) {
+      // Room for this call's snapshots first, so the pointers below stay valid during the call.
+      ResidualCapture& c = *s.capture;
+      const int64_t first = s.capture_all ? 0 : s.n - 1, old = c.snapshots(), L = hp.n_layer, H = hp.n_embd;
+      c.layers = L;
+      c.hidden = H;
+      c.data.resize((old + s.n - first) * L * H);
+      for (int64_t i = first; i < s.n; ++i) {
+        c.positions.push_back(pos0 + i);
+        capture_rows_.push_back(CaptureRow{row0 + i, c.data.data() + (old + i - first) * L * H});
+      }
+    }
     if (s.logits)
       for (int64_t i = s.all_logits ? 0 : s.n - 1; i < s.n; ++i) {
         out_rows_.push_back(static_cast<int32_t>(row0 + i));
         out_dst_.push_back(s.logits + (s.all_logits ? i * V : 0));
       }
   }
-  const int64_t n = static_cast<int64_t>(ids_.size());
-  if (n < 1 || n > opt_.max_batch) fail("internal error: batch of {} tokens (1..{} allowed)", n, opt_.max_batch);
-
   Step step;
   step.ids = ids_.data();
   step.n_rows = n;

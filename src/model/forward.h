@@ -14,24 +14,30 @@
 #include "backend/backend.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
+#include "model/residual_capture.h"
 #include "moe/moe_layer.h"
+#include "steer/steering.h"
 
 namespace ts {
 
 struct ForwardOptions {
   int64_t max_batch = 256;  // rows (tokens of all sequences) per forward call
   ExpertOrder expert_order = ExpertOrder::Router;
+  const Steering* steering = nullptr;  // residual edits after each block, or none
 };
 
 // One sequence's part of a forward call: n tokens at positions kv.n_past.., which the call appends
 // to its cache. Logits are raw (only the sampler normalises): of every token ([n][n_vocab]) when
-// all_logits, else of the last token ([n_vocab]); none when `logits` is null.
+// all_logits, else of the last token ([n_vocab]); none when `logits` is null. With `capture`, the
+// residual after every layer is appended for the last token (every token with capture_all).
 struct SeqStep {
   KvCache* kv = nullptr;
   const int32_t* ids = nullptr;
   int64_t n = 0;
   bool all_logits = false;
   float* logits = nullptr;
+  ResidualCapture* capture = nullptr;
+  bool capture_all = false;
 };
 
 class Forward {
@@ -58,6 +64,7 @@ class Forward {
   void attention_block(int64_t l, Act x);
   void ffn_block(int64_t l, Act x);
   void check_finite(Act x, const char* what, int64_t layer);
+  void capture(int64_t layer, Act x);
 
   const Model& m_;
   Backend& be_;
@@ -71,6 +78,11 @@ class Forward {
   std::vector<int32_t> ids_, out_rows_;
   std::vector<SeqRows> seq_rows_;
   std::vector<float*> out_dst_;
+  struct CaptureRow {
+    int64_t row;
+    float* dst;  // [layer][hidden] of this row's snapshot
+  };
+  std::vector<CaptureRow> capture_rows_;
   std::vector<float> check_buf_;
 };
 

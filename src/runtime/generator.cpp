@@ -12,12 +12,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-ForwardOptions batch_options(int64_t batch) {
-  ForwardOptions o;
-  o.max_batch = batch;
-  return o;
-}
-
 }  // namespace
 
 std::string GenerationStats::summary() const {
@@ -27,8 +21,8 @@ std::string GenerationStats::summary() const {
                      reused_tokens, pp, generated, tg);
 }
 
-Generator::Generator(const Model& m, Backend& be, int64_t n_ctx, int64_t batch)
-    : m_(m), be_(be), kv_(be, m.hp(), n_ctx), fwd_(m, be, batch_options(batch)), logits_(m.hp().n_vocab) {}
+Generator::Generator(const Model& m, Backend& be, int64_t n_ctx, const ForwardOptions& fo)
+    : m_(m), be_(be), kv_(be, m.hp(), n_ctx), fwd_(m, be, fo), logits_(m.hp().n_vocab) {}
 
 GenerationStats Generator::generate(const std::vector<int32_t>& prompt, int64_t max_tokens, Sampler& sampler,
                                     const std::function<bool(int32_t)>& is_eog,
@@ -48,8 +42,10 @@ GenerationStats Generator::generate(const std::vector<int32_t>& prompt, int64_t 
   for (size_t i = keep; i < prompt.size(); i += fwd_.max_batch()) {
     const int64_t n = std::min<int64_t>(fwd_.max_batch(), static_cast<int64_t>(prompt.size() - i));
     const bool last = i + n == prompt.size();  // only the last chunk's logits are sampled from
-    fwd_.run(kv_, prompt.data() + i, n, false, last ? logits_.data() : nullptr);
+    const SeqStep s{&kv_, prompt.data() + i, n, false, last ? logits_.data() : nullptr, last ? capture_ : nullptr};
+    fwd_.run(std::span<const SeqStep>(&s, 1));
   }
+  capture_ = nullptr;
   cached_.insert(cached_.end(), prompt.begin() + keep, prompt.end());
   for (int32_t id : prompt) sampler.accept(id);
   st.prompt_tokens = static_cast<int64_t>(prompt.size() - keep);

@@ -26,13 +26,15 @@ struct GenerationStats {
 
 class Generator {
  public:
-  Generator(const Model& m, Backend& be, int64_t n_ctx, int64_t batch);
+  Generator(const Model& m, Backend& be, int64_t n_ctx, const ForwardOptions& fo);
 
   // on_token(id) is called for every sampled token that is not end-of-generation; return false to
   // stop. is_eog decides which ids end generation. Returns the statistics of this call.
   GenerationStats generate(const std::vector<int32_t>& prompt, int64_t max_tokens, Sampler& sampler,
                            const std::function<bool(int32_t)>& is_eog, const std::function<bool(int32_t)>& on_token);
   int64_t n_ctx() const { return kv_.n_ctx; }
+  // Captures the residual after every layer at the last prompt token of the next generate() call.
+  void capture_next(ResidualCapture* c) { capture_ = c; }
 
  private:
   const Model& m_;
@@ -41,6 +43,7 @@ class Generator {
   Forward fwd_;
   std::vector<int32_t> cached_;  // the tokens whose K/V are in the cache, in order
   std::vector<float> logits_;
+  ResidualCapture* capture_ = nullptr;
 };
 
 }  // namespace ts

@@ -285,6 +285,44 @@ void CpuBackend::combine_ranked(Act slots, const float* weights, int64_t k, Act 
   }
 }
 
+void CpuBackend::steer(Act x, const SteerParams& p) {
+  using Mode = SteerParams::Mode;
+  const float* d = p.direction;
+  if (p.mode == Mode::Add && p.gate <= 0) {
+    // llama.cpp's control vector: a plain f32 add (the same bytes as its graph's add).
+    pool_.parallel_for(x.n, [&](int64_t i) {
+      float* r = x.row(i);
+      for (int64_t j = 0; j < x.dim; ++j) r[j] += p.alpha * d[j];
+    });
+    return;
+  }
+  pool_.parallel_for(x.n, [&](int64_t i) {
+    float* r = x.row(i);
+    // c = d^ . x and |x|^2 in double, in element order: deterministic and free of cancellation.
+    double dot = 0, sq = 0;
+    for (int64_t j = 0; j < x.dim; ++j) {
+      dot += static_cast<double>(d[j]) * r[j];
+      sq += static_cast<double>(r[j]) * r[j];
+    }
+    const double c = dot / p.norm;
+    if (std::abs(c) < p.gate) return;
+    if (p.mode == Mode::Add) {
+      for (int64_t j = 0; j < x.dim; ++j) r[j] += p.alpha * d[j];
+      return;
+    }
+    // Projection modes move x along d^ by `step`.
+    const double step = p.mode == Mode::Clamp ? p.target - c : -static_cast<double>(p.alpha) * c;
+    double rescale = 1;
+    if (p.mode == Mode::Renorm) {
+      // |x'|^2 = |x|^2 - alpha (2 - alpha) c^2 after the ablation; restore |x| when that is positive.
+      const double after = sq - p.alpha * (2.0 - p.alpha) * c * c;
+      if (after > 0) rescale = std::sqrt(sq / after);
+    }
+    const double k = step / p.norm;
+    for (int64_t j = 0; j < x.dim; ++j) r[j] = static_cast<float>((r[j] + k * d[j]) * rescale);
+  });
+}
+
 void CpuBackend::select_output_rows(Act x, int64_t first, Act out) {
   for (int64_t i = 0; i < out.n; ++i) std::memcpy(out.row(i), x.row(out_rows_[first + i]), x.dim * sizeof(float));
 }

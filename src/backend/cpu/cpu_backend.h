@@ -43,6 +43,7 @@ class CpuBackend final : public Backend {
   void gather_rows(Act src, const int32_t* rows, int64_t n, Act dst) override;
   void scatter_rows(Act src, const int32_t* rows, int64_t n, Act dst) override;
   void combine_ranked(Act slots, const float* weights, int64_t k, Act out) override;
+  void steer(Act x, const SteerParams& p) override;
   void select_output_rows(Act x, int64_t first, Act out) override;
   void to_host(Act a, float* dst) override;
 

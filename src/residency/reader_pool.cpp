@@ -46,7 +46,7 @@ ReaderPool::~ReaderPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ReaderPool::submit(const std::vector<ReadExtent>& extents, Done done) {
+void ReaderPool::submit(const std::vector<ReadExtent>& extents, Done done, Priority priority) {
   auto job = std::make_shared<Job>();
   job->done = std::move(done);
   std::vector<Chunk> chunks;
@@ -66,23 +66,25 @@ void ReaderPool::submit(const std::vector<ReadExtent>& extents, Done done) {
   job->remaining = static_cast<int64_t>(chunks.size());
   {
     std::lock_guard<std::mutex> lk(mu_);
-    for (Chunk& c : chunks) queue_.push_back(std::move(c));
+    std::deque<Chunk>& q = priority == Priority::Demand ? demand_ : prefetch_;
+    for (Chunk& c : chunks) q.push_back(std::move(c));
   }
   work_.notify_all();
 }
 
 void ReaderPool::wait_idle() {
   std::unique_lock<std::mutex> lk(mu_);
-  idle_.wait(lk, [&] { return queue_.empty() && busy_ == 0; });
+  idle_.wait(lk, [&] { return demand_.empty() && prefetch_.empty() && busy_ == 0; });
 }
 
 void ReaderPool::worker() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    work_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stop_ and nothing left
-    Chunk c = std::move(queue_.front());
-    queue_.pop_front();
+    work_.wait(lk, [&] { return stop_ || !demand_.empty() || !prefetch_.empty(); });
+    std::deque<Chunk>& q = !demand_.empty() ? demand_ : prefetch_;
+    if (q.empty()) return;  // stop_ and nothing left
+    Chunk c = std::move(q.front());
+    q.pop_front();
     ++busy_;
     lk.unlock();
     read_chunk(c);
@@ -91,7 +93,7 @@ void ReaderPool::worker() {
     c.job.reset();
     lk.lock();
     --busy_;
-    if (queue_.empty() && busy_ == 0) idle_.notify_all();
+    if (demand_.empty() && prefetch_.empty() && busy_ == 0) idle_.notify_all();
   }
 }
 

@@ -39,8 +39,13 @@ class ReaderPool {
   ReaderPool(const ReaderPool&) = delete;
   ReaderPool& operator=(const ReaderPool&) = delete;
 
-  // Queues the extents (FIFO with earlier jobs); `done` runs once when all chunks have finished.
-  void submit(const std::vector<ReadExtent>& extents, Done done);
+  // Demand reads are what a computation waits for now; prefetch reads only guess at what it will
+  // want: a worker takes every queued demand chunk before any prefetch chunk, so a wrong guess
+  // never delays a needed read by more than the chunks already being read.
+  enum class Priority { Demand, Prefetch };
+  // Queues the extents (FIFO among jobs of the same priority); `done` runs once when all chunks have
+  // finished.
+  void submit(const std::vector<ReadExtent>& extents, Done done, Priority priority = Priority::Demand);
   void wait_idle();  // returns when no job is queued or running
   int threads() const { return static_cast<int>(workers_.size()); }
   uint64_t chunk_bytes() const { return chunk_; }
@@ -58,7 +63,7 @@ class ReaderPool {
   ReadFn read_;
   std::mutex mu_;
   std::condition_variable work_, idle_;
-  std::deque<Chunk> queue_;
+  std::deque<Chunk> demand_, prefetch_;
   int64_t busy_ = 0;  // chunks being read
   bool stop_ = false;
   std::vector<std::thread> workers_;

@@ -102,7 +102,7 @@ class StreamedExperts final : public ExpertStore {
       ++stats_.prefetch_reads;
       evicting(L, en);
       L.slots[en.slot].prefetched = true;
-      start_read(layer, en.slot, en.expert);
+      start_read(layer, en.slot, en.expert, ReaderPool::Priority::Prefetch);
     }
   }
 
@@ -199,14 +199,14 @@ class StreamedExperts final : public ExpertStore {
       } else {
         ++stats_.reads;
         evicting(L, en);
-        start_read(layer_, en.slot, en.expert);
+        start_read(layer_, en.slot, en.expert, ReaderPool::Priority::Demand);
       }
       planned_.emplace_back(en.expert, en.slot);
     }
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
   }
 
-  void start_read(int64_t layer, int32_t s, int32_t e) {
+  void start_read(int64_t layer, int32_t s, int32_t e, ReaderPool::Priority priority) {
     Layer& L = layers_[layer];
     L.slots[s].io = Io::Reading;
     L.slots[s].error.clear();
@@ -219,7 +219,7 @@ class StreamedExperts final : public ExpertStore {
       sl.io = err.empty() ? Io::Done : Io::Failed;
       sl.error = err;
       cv_.notify_all();
-    });
+    }, priority);
   }
 
   std::shared_ptr<const ExpertSource> src_;

@@ -3,7 +3,8 @@
 # everything is already there, so repeated runs are fast and work offline.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libssl-dev
-      libgtest-dev libgmock-dev libbenchmark-dev python3 python3-pip python3-venv ca-certificates)
+      libgtest-dev libgmock-dev libbenchmark-dev python3 python3-pip python3-venv ca-certificates
+      clang libclang-rt-14-dev)  # clang + libFuzzer: scripts/fuzz.sh
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

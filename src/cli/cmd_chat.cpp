@@ -9,6 +9,7 @@
 #include "cli/reply_printer.h"
 #include "runtime/generator.h"
 #include "util/error.h"
+#include "util/output_file.h"
 
 namespace ts::cli {
 namespace {
@@ -21,7 +22,7 @@ void chat_loop(const GenerationOptions& o) {
   ResidualCapture capture;  // one snapshot per turn, at the turn's last prompt token
   RunInstruments instruments(o.model, *m.model);
   int64_t tokens = 0;
-  Sampler sampler(sampler_config(o), m.model->hp().n_vocab);
+  Sampler sampler = make_sampler(m, o);
   chat::Request req;
   req.reasoning_effort = o.reasoning_effort;
   auto reset = [&] {
@@ -49,8 +50,7 @@ void chat_loop(const GenerationOptions& o) {
         prompt, o.n_predict, sampler, [&](int32_t id) { return tok.is_eog(id); },
         [&](int32_t id) { return out.push(id); });
     out.finish();
-    std::printf("\n");
-    std::fflush(stdout);
+    write_stdout("\n");
     std::fprintf(stderr, "[%s]\n", st.summary().c_str());
     tokens += st.forward_tokens();
     req.messages.push_back({"assistant", out.text(), "", nullptr, ""});

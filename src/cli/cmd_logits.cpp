@@ -1,6 +1,5 @@
 // `turbospark logits`: teacher-forces token ids and writes every position's logits as float32,
 // row-major [n_tokens][n_vocab]. This is the contract the parity checks use: keep it stable.
-#include <fstream>
 #include <memory>
 
 #include "cli/commands.h"
@@ -9,8 +8,8 @@
 #include "cli/steering_options.h"
 #include "model/forward.h"
 #include "runtime/token_file.h"
-#include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/output_file.h"
 
 namespace ts::cli {
 namespace {
@@ -25,17 +24,24 @@ struct LogitsOptions {
 };
 
 void run_logits(const LogitsOptions& o) {
+  check_output_path(o.out);  // a bad -o fails before the work, not after it
   const std::vector<int32_t> ids = read_token_file(o.tokens);
-  auto be = make_cpu_backend(resolve_threads(o.model.threads));
   const int64_t n = static_cast<int64_t>(ids.size());
+  // --ctx is the context limit here as everywhere (README): more tokens than that is an error, not a
+  // silently larger cache.
+  if (n > o.model.ctx)
+    fail("'{}' holds {} tokens but the context is {} (--ctx): raise --ctx to at least {}", o.tokens, n, o.model.ctx, n);
+  auto be = make_cpu_backend(resolve_threads(o.model.threads));
   ForwardOptions fo;
   fo.max_batch = o.sequential ? 1 : std::min<int64_t>(o.model.batch, n);
+  // The cache needs only the n positions teacher-forced here (the logits do not depend on its size);
+  // Model::load checks that the run fits in memory before it allocates (model/memory_estimate.h).
   LoadOptions lo = load_options(o.model, n);
-  lo.run.n_ctx = std::max<int64_t>(o.model.ctx, n);
+  lo.run.n_ctx = n;
   lo.run.batch = fo.max_batch;
   auto model = Model::load(resolve_model(o.model), *be, lo);
   const int64_t V = model->hp().n_vocab;
-  KvCache kv(*be, model->hp(), lo.run.n_ctx);
+  KvCache kv(*be, model->hp(), n);
   fo.expert_order = o.expert_order == "descending" ? ExpertOrder::Descending
                     : o.expert_order == "ascending" ? ExpertOrder::Ascending
                                                     : ExpertOrder::Router;
@@ -59,7 +65,7 @@ void run_logits(const LogitsOptions& o) {
     fwd.run(std::span<const SeqStep>(&s, 1));
   }
   instruments.report(n - o.phases_from);
-  write_file_atomically(o.out, logits.data(), logits.size() * sizeof(float));
+  write_output_file(o.out, logits.data(), logits.size() * sizeof(float));
   if (capturing) capture.write(o.steer.capture_path);
 }
 
@@ -70,7 +76,7 @@ void add_logits_command(CLI::App& app) {
   auto* sub = app.add_subcommand("logits", "teacher-force token ids and write all logits as float32 [n_tokens][n_vocab]");
   add_model_options(sub, o->model, true);
   sub->add_option("--tokens", o->tokens, "file of token ids, one per line")->required();
-  sub->add_option("-o,--output", o->out, "output file (float32, row-major)")->required();
+  sub->add_option("-o,--output", o->out, "output file (float32, row-major); '-' for stdout")->required();
   sub->add_flag("--sequential", o->sequential, "feed one token at a time through the decode path");
   sub->add_option("--phases-from", o->phases_from, "measure --phases from this token on (the ones before warm the expert cache); with --sequential")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));

@@ -6,6 +6,7 @@
 #include "cli/reply_printer.h"
 #include "runtime/generator.h"
 #include "util/error.h"
+#include "util/output_file.h"
 
 namespace ts::cli {
 namespace {
@@ -38,14 +39,15 @@ void run(const RunOptions& o) {
   ResidualCapture capture;
   if (!o.gen.steer.capture_path.empty()) gen.capture_next(&capture);
   RunInstruments instruments(o.gen.model, *m.model);
-  Sampler sampler(sampler_config(o.gen), m.model->hp().n_vocab);
+  Sampler sampler = make_sampler(m, o.gen);
   ReplyPrinter out(tok, harmony, o.gen.show_reasoning);
   const GenerationStats st = gen.generate(
       prompt, o.gen.n_predict, sampler, [&](int32_t id) { return tok.is_eog(id); },
       [&](int32_t id) { return out.push(id); });
   out.finish();
-  std::printf("\n");
-  std::fflush(stdout);  // the summary on stderr must follow the text, not interleave with it
+  // Flushed (and checked) before the summary: the summary on stderr must follow the text, and must
+  // not appear at all when the text could not be written.
+  write_stdout("\n");
   std::fprintf(stderr, "%s\n", st.summary().c_str());
   instruments.report(st.forward_tokens());
   if (!o.gen.steer.capture_path.empty()) capture.write(o.gen.steer.capture_path);

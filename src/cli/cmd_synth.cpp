@@ -57,7 +57,7 @@ void add_synth_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("synth", "Write a GGUF model with deterministic random weights");
   cmd->add_option("--arch", args->arch, "llama, mixtral (llama with experts), qwen3, qwen3moe, gpt-oss")->required();
   cmd->add_option("--preset", args->preset, "tiny, mini, 20b, 120b (the last two: gpt-oss only)")->capture_default_str();
-  cmd->add_option("-o,--output", args->out, "output GGUF file")->required();
+  cmd->add_option("-o,--output", args->out, "output GGUF file ('-' for stdout)")->required();
   cmd->add_option("--seed", args->seed, "weights are a pure function of the seed")->capture_default_str();
   cmd->add_option("--layers", args->layers, "number of blocks");
   cmd->add_option("--embd", args->embd, "embedding width");

@@ -35,10 +35,21 @@ LoadedModel load_for_generation(const GenerationOptions& o) {
   if (!m.tokenizer)
     fail("'{}' has no vocabulary (tokenizer.ggml.model = none): it takes token ids, so use `turbospark logits`",
          m.model->gguf().path());
-  if (m.tokenizer->n_vocab() > m.model->hp().n_vocab)
-    fail("the vocabulary has {} tokens but the model's embedding table only {}", m.tokenizer->n_vocab(), m.model->hp().n_vocab);
+  const int64_t n_tok = m.tokenizer->n_vocab(), n_out = m.model->hp().n_vocab;
+  if (n_tok > n_out)
+    fail("the vocabulary has {} tokens but the model's embedding table only {}", n_tok, n_out);
+  // Output rows past the tokenizer's last id (padding in some conversions) are tokens that cannot be
+  // printed or recognised as end of generation: make_sampler() never draws them.
+  if (n_tok < n_out)
+    std::fprintf(stderr, "note: the model outputs %lld logits but the tokenizer has %lld tokens; ids %lld..%lld are never sampled\n",
+                 static_cast<long long>(n_out), static_cast<long long>(n_tok), static_cast<long long>(n_tok),
+                 static_cast<long long>(n_out - 1));
   m.steering = o.steer.load(*m.backend, m.model->hp().n_layer, m.model->hp().n_embd);
   return m;
+}
+
+Sampler make_sampler(const LoadedModel& m, const GenerationOptions& o) {
+  return Sampler(sampler_config(o), m.tokenizer->n_vocab());
 }
 
 ForwardOptions LoadedModel::forward_options(const GenerationOptions& o) const {

@@ -37,10 +37,13 @@ struct LoadedModel {
   std::unique_ptr<Steering> steering;  // null: no --steering
   ForwardOptions forward_options(const GenerationOptions& o) const;
 };
+// Loads the model and its tokenizer and checks that a context of o.model.ctx fits in memory.
 LoadedModel load_for_generation(const GenerationOptions& o);
 
 // The seeded sampler config (draws and reports a seed when none was given).
 SamplerConfig sampler_config(const GenerationOptions& o);
+// The sampler over the tokenizer's ids: logits of ids the tokenizer lacks are never drawn.
+Sampler make_sampler(const LoadedModel& m, const GenerationOptions& o);
 
 struct ChatSetup {
   chat::Format format;

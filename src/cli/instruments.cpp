@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "util/error.h"
-#include "util/atomic_file.h"
+#include "util/output_file.h"
 #include "util/sys_memory.h"
 
 namespace ts::cli {
@@ -50,7 +50,7 @@ RunInstruments::~RunInstruments() {
 void RunInstruments::report(int64_t tokens) {
   if (router_) {
     const std::string j = router_->json();
-    write_file_atomically(o_.router_hist, j.data(), j.size());
+    write_output_file(o_.router_hist, j.data(), j.size());
   }
   if (!clock_) return;
   const auto sec = clock_->seconds();
@@ -106,7 +106,7 @@ void RunInstruments::report(int64_t tokens) {
     j["bytes_per_token"] = static_cast<double>(st.bytes_read) * per_tok;
     j["peak_rss"] = peak;
     const std::string s = j.dump(1);
-    write_file_atomically(o_.phases_json, s.data(), s.size());
+    write_output_file(o_.phases_json, s.data(), s.size());
   }
 }
 

@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "runtime/default_model.h"
+#include "runtime/model_cache.h"
 #include "util/error.h"
 
 namespace ts::cli {

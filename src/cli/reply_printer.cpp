@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "util/output_file.h"
+
 namespace ts::cli {
 
 ReplyPrinter::ReplyPrinter(const Tokenizer& tok, bool harmony, bool show_reasoning)
@@ -9,15 +11,13 @@ ReplyPrinter::ReplyPrinter(const Tokenizer& tok, bool harmony, bool show_reasoni
 
 void ReplyPrinter::emit(const std::string& piece) {
   if (!harmony_) {
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
+    write_stdout(piece);
     text_ += piece;
     return;
   }
   for (const auto& ev : harmony_->push(piece)) {
     if (ev.channel == "final") {
-      std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
-      std::fflush(stdout);
+      write_stdout(ev.text);
       text_ += ev.text;
     } else if (show_reasoning_) {
       if (ev.channel != last_channel_) std::fprintf(stderr, "\n[%s%s%s]\n", ev.channel.c_str(), ev.recipient.empty() ? "" : " to=", ev.recipient.c_str());

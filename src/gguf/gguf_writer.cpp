@@ -1,24 +1,16 @@
 #include "gguf/gguf_writer.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "util/error.h"
 
 namespace ts {
 
-GgufWriter::GgufWriter(std::string path, uint64_t alignment)
-    : path_(std::move(path)), tmp_path_(path_ + ".partial"), alignment_(alignment) {
+GgufWriter::GgufWriter(std::string path, uint64_t alignment, const OutputOptions& out)
+    : path_(std::move(path)), alignment_(alignment), out_options_(out) {
   if (alignment == 0 || (alignment & (alignment - 1))) fail("GGUF alignment must be a power of two");
   if (alignment != 32) set_u32("general.alignment", static_cast<uint32_t>(alignment));
 }
 
-GgufWriter::~GgufWriter() {
-  if (f_) std::fclose(f_);
-  if (!finished_ && in_data_) ::unlink(tmp_path_.c_str());
-}
+GgufWriter::~GgufWriter() = default;
 
 void GgufWriter::set(const std::string& key, GgufValue v) {
   if (in_data_) fail("internal error: GGUF metadata set after the header was written");
@@ -104,7 +96,7 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<
 }
 
 void GgufWriter::put(const void* p, size_t n) {
-  if (n && std::fwrite(p, 1, n, f_) != n) fail("cannot write '{}': {}", tmp_path_, std::strerror(errno));
+  out_->write(p, n);
   written_ += n;
 }
 
@@ -154,8 +146,7 @@ void GgufWriter::put_value(const GgufValue& v, bool with_type) {
 }
 
 void GgufWriter::begin_data() {
-  f_ = std::fopen(tmp_path_.c_str(), "wb");
-  if (!f_) fail("cannot create '{}': {}", tmp_path_, std::strerror(errno));
+  out_ = std::make_unique<OutputFile>(path_, out_options_);
   in_data_ = true;
   const uint32_t magic = 0x46554747, version = 3;
   const uint64_t nt = tensors_.size(), nkv = kv_.size();
@@ -210,11 +201,7 @@ void GgufWriter::write(const void* data, size_t n) {
 void GgufWriter::finish() {
   if (!in_data_) begin_data();
   if (current_ != tensors_.size()) fail("internal error: tensor '{}' was not written in full", tensors_[current_].name);
-  if (std::fflush(f_) != 0 || ::fsync(fileno(f_)) != 0) fail("cannot write '{}': {}", tmp_path_, std::strerror(errno));
-  std::fclose(f_);
-  f_ = nullptr;
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) fail("cannot rename '{}' to '{}': {}", tmp_path_, path_, std::strerror(errno));
-  finished_ = true;
+  out_->commit();
 }
 
 

@@ -1,20 +1,22 @@
 // Streams a GGUF v3 file to disk: declare metadata and tensors, then write each tensor's bytes in
 // declaration order, in as many pieces as the caller likes (a 12 GB model is never held in memory).
-// The file is written under a temporary name and renamed on finish(), so a failed or interrupted
-// write never leaves a truncated model behind under the requested name.
+// The output follows util/output_file.h: a regular file is written under a temporary name and renamed
+// on finish(), so a failed or interrupted write never leaves a truncated model behind under the
+// requested name; a device, a FIFO or "-" (stdout) is written in place, as a stream.
 #pragma once
 #include <cstdint>
-#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "util/output_file.h"
 
 namespace ts {
 
 class GgufWriter {
  public:
-  explicit GgufWriter(std::string path, uint64_t alignment = 32);
+  explicit GgufWriter(std::string path, uint64_t alignment = 32, const OutputOptions& out = {});
   ~GgufWriter();  // removes the temporary file if finish() was not reached
 
   void set(const std::string& key, GgufValue v);
@@ -47,9 +49,10 @@ class GgufWriter {
   void put_value(const GgufValue& v, bool with_type);
   void pad_to_alignment();
 
-  std::string path_, tmp_path_;
+  std::string path_;
   uint64_t alignment_;
-  std::FILE* f_ = nullptr;
+  OutputOptions out_options_;
+  std::unique_ptr<OutputFile> out_;  // opened by begin_data()
   std::vector<std::pair<std::string, GgufValue>> kv_;
   struct Planned {
     std::string name;
@@ -62,7 +65,7 @@ class GgufWriter {
   size_t current_ = 0;
   uint64_t current_written_ = 0;
   uint64_t written_ = 0;
-  bool in_data_ = false, finished_ = false;
+  bool in_data_ = false;
 };
 
 }  // namespace ts

@@ -3,31 +3,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "model/memory_estimate.h"
 #include "model/tensor_binding.h"
 #include "util/error.h"
 #include "util/sys_memory.h"
 
 namespace ts {
-namespace {
-
-// The binary, its libraries, the allocator's and the threads' overhead: measured at 9 MiB peak RSS
-// for a run of a tiny fixture; twice that, so the budget holds with a margin.
-constexpr uint64_t kRunSlack = uint64_t{16} << 20;
-
-// What a run allocates besides its weights: the KV cache, the forward pass's and MoE layer's
-// per-batch buffers, host logits, and the slack above.
-uint64_t runtime_bytes(const HParams& h, const RunShape& r) {
-  const uint64_t F = sizeof(float), B = static_cast<uint64_t>(r.batch), V = static_cast<uint64_t>(h.n_vocab);
-  const uint64_t E = static_cast<uint64_t>(h.n_embd), q = static_cast<uint64_t>(h.n_head * h.head_dim);
-  const uint64_t kv = static_cast<uint64_t>(h.n_head_kv * h.head_dim), X = static_cast<uint64_t>(h.n_expert);
-  const uint64_t ff = static_cast<uint64_t>(h.n_ff_expert), k = static_cast<uint64_t>(h.n_expert_used);
-  const uint64_t kv_cache = checked_mul(static_cast<uint64_t>(h.n_layer) * static_cast<uint64_t>(r.n_ctx), kv * 2 * F, "KV cache");
-  const uint64_t per_token = 4 * E + 2 * q + 2 * kv + V + 2 * X + 3 * E + 3 * ff + k * E;
-  const uint64_t logits = checked_mul(static_cast<uint64_t>(r.logit_rows), V * F, "logits") + V * 20;
-  return kv_cache + checked_mul(per_token * F, B, "activations") + logits + kRunSlack;
-}
-
-}  // namespace
 
 std::shared_ptr<const ExpertSource> expert_source_from_gguf(const GgufFile& g, const HParams& h, const Family& f) {
   const uint64_t E = static_cast<uint64_t>(h.n_embd), F = static_cast<uint64_t>(h.n_ff_expert);
@@ -102,12 +83,21 @@ void prefault_resident_core(const GgufFile& g) {
 
 BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFile& g, uint64_t resident_core,
                           const HParams& h, const ResidencyOptions& o, const RunShape& run, Backend& be) {
+  // The same sum as check_run_memory's, so that a cache sized to the budget passes the check: what
+  // the process holds now, the resident core, the run's buffers, the slack, and the experts' memory.
+  MemoryEstimate e = estimate_run_memory(h, resident_core, run.n_ctx, run.batch, run.logit_rows);
+  const uint64_t rss = current_rss_bytes();
+  const MemoryLimits limits = read_memory_limits();
   ResidencyNeeds needs;
   needs.resident_core = resident_core;
-  needs.runtime = runtime_bytes(h, run);
-  needs.budget = o.memory_budget ? o.memory_budget : read_memory_limits().budget(current_rss_bytes());
+  needs.runtime = e.buffers() + kRunSlack + rss;
+  needs.budget = o.memory_budget ? o.memory_budget : limits.budget(rss);
   BoundExperts b;
   b.choice = choose_residency(o, *src, needs);
+  // Explicit modes and cache sizes are not fitted to the budget: refuse them here, before the store
+  // reads or allocates anything, if the system cannot hold them.
+  if (b.choice.mode != ResidencyMode::Mapped) e.experts = b.choice.expert_memory;
+  check_run_memory(e, limits, rss, current_vm_bytes());
   b.source = src;
   // The mapped store reads the experts where they lie: in the model's own map for a GGUF source, in
   // maps of the layer files for an install.

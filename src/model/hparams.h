@@ -1,6 +1,10 @@
 // Hyper-parameters read from GGUF metadata under the `<arch>.` prefix. Every value a family needs
 // is read here once, validated (a zero head count or a head_dim that does not divide is an error,
-// not a division by zero later), and then treated as fact by the forward pass.
+// not a division by zero later), checked against the tensors the file really holds (so no count
+// from the metadata can size an allocation the file does not back), and then treated as fact by the
+// forward pass. Metadata that would change the math in a way the engine does not implement (an
+// unknown `<arch>.` key, another RoPE scaling type, soft-capping, another window pattern) is an error
+// naming the key, never ignored.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,6 +20,7 @@ struct HParams {
   int64_t n_ff = 0;
   float norm_eps = 1e-5f;
   double rope_base = 10000.0;
+  double rope_base_swa = 10000.0;  // rotary base of windowed layers, for families that use another one
   // rope.scaling.type = linear: positions are divided by this factor (1: none).
   double rope_linear_factor = 1.0;
   // YaRN (gpt-oss): factor 0 means no scaling.

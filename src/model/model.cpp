@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "install/manifest.h"
+#include "model/memory_estimate.h"
 #include "model/tensor_binding.h"
 #include "util/error.h"
 
@@ -74,9 +75,12 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be, const L
   if (h.is_moe()) {
     if (h.n_ff_expert <= 0) fail("'{}': the expert width (expert_feed_forward_length) is missing", g.path());
     auto src = install ? expert_source_from_install(*install, h, f) : expert_source_from_gguf(g, h, f);
-    const uint64_t core = install ? g.file().size() : g.file().size() - src->total_expert_bytes();
-    m->experts_ = bind_experts(std::move(src), g, core, h, o.experts, o.run, be);
+    m->resident_weights_ = install ? g.file().size() : g.file().size() - src->total_expert_bytes();
+    m->experts_ = bind_experts(std::move(src), g, m->resident_weights_, h, o.experts, o.run, be);
     prefault_resident_core(g);
+  } else {
+    m->resident_weights_ = g.file().size();
+    check_run_memory(estimate_run_memory(h, m->resident_weights_, o.run.n_ctx, o.run.batch, o.run.logit_rows));
   }
   return m;
 }

@@ -34,7 +34,9 @@ struct LoadOptions {
 class Model {
  public:
   // Opens and validates a GGUF model; every tensor the family needs is bound to `be` here, and the
-  // routed experts get the store `o.experts` chooses.
+  // routed experts get the store `o.experts` chooses. A run of shape `o.run` that would not fit in
+  // the memory the process may use is refused here, with the sizes, before anything big is read or
+  // allocated (check_run_memory).
   static std::unique_ptr<Model> load(const std::string& path, Backend& be, const LoadOptions& o = {});
 
   const GgufFile& gguf() const { return *gguf_; }
@@ -48,6 +50,9 @@ class Model {
   ExpertStore& experts() const { return *experts_.store; }
   const std::shared_ptr<const ExpertSource>& expert_source() const { return experts_.source; }
   const ResidencyChoice& residency() const { return experts_.choice; }
+  // The mapped weights a run keeps in memory: the whole file of a dense model, the resident core
+  // (every tensor but the experts) of an MoE model (model/memory_estimate.h says why).
+  uint64_t resident_weight_bytes() const { return resident_weights_; }
 
  private:
   std::unique_ptr<GgufFile> gguf_;
@@ -57,6 +62,7 @@ class Model {
   const float* output_norm_ = nullptr;
   const float* rope_freqs_ = nullptr;
   std::vector<LayerWeights> layers_;
+  uint64_t resident_weights_ = 0;
   BoundExperts experts_;
 };
 

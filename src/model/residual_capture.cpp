@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/atomic_file.h"
+#include "util/output_file.h"
 
 namespace ts {
 
@@ -25,9 +25,11 @@ void ResidualCapture::write(const std::string& json_path) const {
   j["positions"] = positions;
   const size_t slash = sidecar.find_last_of('/');
   j["data"] = slash == std::string::npos ? sidecar : sidecar.substr(slash + 1);  // relative to the header
-  write_file_atomically(sidecar, data.data(), data.size() * sizeof(float));
+  // Two files that name each other: neither can be a stream.
+  const OutputOptions files{.allow_stdout = false};
+  write_output_file(sidecar, data.data(), data.size() * sizeof(float), files);
   const std::string text = j.dump() + "\n";
-  write_file_atomically(json_path, text.data(), text.size());
+  write_output_file(json_path, text.data(), text.size(), files);
 }
 
 }  // namespace ts

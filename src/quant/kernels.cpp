@@ -1,6 +1,8 @@
 // Kernel dispatch: builds each ISA's table on first use and routes the public entry points of
 // kernels.h to the table cpu_features() allows. Shape checks live here, once, so kernels may assume
 // k is a whole number of blocks.
+#include <cpuid.h>
+
 #include "quant/kernel_table.h"
 #include "quant/kernels.h"
 #include "util/cpu_features.h"
@@ -30,10 +32,17 @@ const char* isa_name(Isa isa) {
   return names[static_cast<int>(isa)];
 }
 
+// F16C straight from CPUID: clang 14 (Debian's, used for the fuzz build) does not know the "f16c"
+// feature string of __builtin_cpu_supports. The OS state it needs is AVX's, checked with avx2.
+static bool has_f16c() {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+
 // __builtin_cpu_supports checks the OS-enabled register state (XCR0) as well as CPUID, like
 // cpu_features(), but without the TURBOSPARK_ISA cap.
 bool isa_supported(Isa isa) {
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   switch (isa) {

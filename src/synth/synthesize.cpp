@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <future>
 #include <memory>
 #include <vector>
@@ -21,21 +20,10 @@
 namespace ts::synth {
 namespace {
 
-namespace fs = std::filesystem;
-
 // One task generates about this many elements (1 MiB of floats): big enough to amortize the pool's
 // hand-off, small enough that every thread's scratch stays in cache.
 constexpr uint64_t kTaskElems = uint64_t{1} << 18;
 constexpr int kTasksPerThread = 8;  // per batch: keeps every thread busy between two writes
-
-void check_output_path(const std::string& out, bool force) {
-  std::error_code ec;
-  const fs::path p(out);
-  if (fs::is_directory(p, ec)) fail("-o {}: is a directory", out);
-  if (fs::exists(p, ec) && !force) fail("-o {}: file exists (pass --force to replace it)", out);
-  const fs::path parent = p.parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec)) fail("-o {}: directory '{}' does not exist", out, parent.string());
-}
 
 // Two buffers: one being filled by the pool while the other is written on a helper thread.
 class DoubleBufferedSink {
@@ -78,11 +66,12 @@ SynthResult synthesize(const SynthConfig& config, const std::string& out, Thread
   }
   validate(c);
   const std::vector<TensorSpec> tensors = plan_tensors(c);
-  check_output_path(out, opt.force);
+  const OutputOptions out_opt{.keep_existing = opt.force ? nullptr : "(pass --force to replace it)"};
+  check_output_path(out, out_opt);
 
   const auto start = std::chrono::steady_clock::now();
   InterruptGuard interrupt;
-  GgufWriter w(out);
+  GgufWriter w(out, 32, out_opt);
   write_metadata(w, c, tensors, vocab.get());
   for (const auto& t : tensors) w.add_tensor(t.name, t.type, t.dims);
   w.begin_data();

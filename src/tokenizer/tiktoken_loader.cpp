@@ -1,12 +1,10 @@
 // Tokenizer from an OpenAI .tiktoken rank file: "base64(token bytes) rank" per line; the rank is the
 // token id and also its merge priority.
-#include <fstream>
-#include <sstream>
-
 #include "tokenizer/bpe.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace ts {
 
@@ -47,11 +45,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_tiktoken(const std::string& path, std
                                                     const std::vector<std::pair<std::string, int32_t>>& specials) {
   if (encoding != "o200k_base" && encoding != "cl100k_base")
     fail("{}: unknown tiktoken encoding '{}' (supported: o200k_base, cl100k_base)", path, encoding);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open tiktoken file {}", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string data = ss.str();
+  const std::string data = read_regular_file(path, "tiktoken file");
 
   std::vector<std::string> ranked;  // by rank
   std::vector<uint8_t> present;
@@ -79,6 +73,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_tiktoken(const std::string& path, std
     }
     if (rank < 0 || !base64_decode(line.substr(0, sp), bytes))
       fail("{}:{}: expected 'base64-token rank', got '{}'", path, line_no, line.substr(0, 80));
+    // Ids are dense in real rank files; a rank beyond the file's size in bytes would make the
+    // vocabulary (one entry per id, used or not) grow out of proportion to the file.
+    if (static_cast<size_t>(rank) >= data.size()) fail("{}:{}: rank {} is out of range for a file of {} bytes", path, line_no, rank, data.size());
     if (static_cast<size_t>(rank) >= ranked.size()) ranked.resize(rank + 1), present.resize(rank + 1);
     if (present[rank]) fail("{}:{}: rank {} appears twice", path, line_no, rank);
     ranked[rank] = bytes;

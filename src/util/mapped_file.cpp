@@ -1,41 +1,29 @@
 #include "util/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace ts {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open '{}': {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    fail("cannot stat '{}': {}", path, std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("'{}' is not a regular file", path);
-  }
-  size_ = static_cast<size_t>(st.st_size);
+  const RegularFile f = open_regular_file(path, "GGUF file");
+  size_ = static_cast<size_t>(f.size);
   if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
     if (p == MAP_FAILED) {
-      int e = errno;
-      ::close(fd);
+      const int e = errno;
+      ::close(f.fd);
       fail("cannot map '{}': {}", path, std::strerror(e));
     }
     data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);
+  ::close(f.fd);
 }
 
 MappedFile::~MappedFile() {

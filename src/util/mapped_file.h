@@ -1,5 +1,6 @@
-// A read-only memory map of a whole file. Models are mapped, never copied: the OS decides what stays
-// resident, which is what lets a later residency mode stream experts that do not fit in RAM.
+// A read-only memory map of a whole regular file (anything else is refused before it is read, see
+// util/input_file.h). Models are mapped, never copied: the OS decides what stays resident, which is
+// what lets a later residency mode stream experts that do not fit in RAM.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,26 +1,32 @@
 #include "util/sha256.h"
 
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace ts {
 
 std::string sha256_file(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
-  if (!f) fail("cannot open '{}': {}", path, std::strerror(errno));
+  const RegularFile f = open_regular_file(path, "file");
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) fail("SHA-256 is unavailable");
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    ::close(f.fd);
+    fail("SHA-256 is unavailable");
+  }
   std::vector<unsigned char> buf(1 << 20);
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) EVP_DigestUpdate(ctx.get(), buf.data(), n);
-  if (std::ferror(f.get())) fail("cannot read '{}'", path);
+  ssize_t n;
+  while ((n = ::read(f.fd, buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+  const int err = n < 0 ? errno : 0;
+  ::close(f.fd);
+  if (err) fail("cannot read '{}': {}", path, std::strerror(err));
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), md, &len);

@@ -1,6 +1,7 @@
 #include "util/sys_memory.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <fstream>
@@ -88,11 +89,14 @@ MemoryLimits read_memory_limits() {
     const std::string v2 = cgroup_path(true);
     if (!v2.empty()) walk_up("/sys/fs/cgroup", v2, "memory.max", m, "memory.current");
   }
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) m.address_space_limit = as.rlim_cur;
   return m;
 }
 
 uint64_t current_rss_bytes() { return kb_field("/proc/self/status", "VmRSS"); }
 uint64_t peak_rss_bytes() { return kb_field("/proc/self/status", "VmHWM"); }
+uint64_t current_vm_bytes() { return kb_field("/proc/self/status", "VmSize"); }
 
 std::string format_bytes(uint64_t b) {
   const double v = static_cast<double>(b);

@@ -13,6 +13,7 @@ struct MemoryLimits {
   uint64_t mem_available = 0;  // /proc/meminfo MemAvailable
   uint64_t cgroup_limit = 0;   // 0: no cgroup limit found
   uint64_t cgroup_usage = 0;   // the cgroup's current charge (page cache included)
+  uint64_t address_space_limit = 0;  // RLIMIT_AS soft limit (`ulimit -v`); 0: none
   // The most memory the process may hold: MemAvailable plus what it already holds, capped by the
   // cgroup limit.
   uint64_t budget(uint64_t already_held) const;
@@ -21,6 +22,7 @@ struct MemoryLimits {
 MemoryLimits read_memory_limits();
 uint64_t current_rss_bytes();  // VmRSS of this process
 uint64_t peak_rss_bytes();     // VmHWM of this process
+uint64_t current_vm_bytes();   // VmSize of this process: what RLIMIT_AS counts
 std::string format_bytes(uint64_t bytes);  // "1.50 GiB", "312.0 MiB", "4.0 KiB"
 
 }  // namespace ts

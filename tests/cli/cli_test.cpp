@@ -39,7 +39,7 @@ class Cli : public testing::Test {
     EXPECT_FALSE(std::filesystem::exists(out_)) << "output written despite the error";
   }
   test::CliRun logits(const std::string& model, const std::string& tokens, const std::string& out) {
-    return test::run_cli({"logits", "-m", model, "--tokens", tokens, "-o", out}, dir_);
+    return test::run_cli({"logits", "-m", model, "--tokens", tokens, "-o", out});
   }
   test::CliRun logits_of_tokens(const std::string& text) {
     const std::string path = dir_.file("tokens.txt");
@@ -52,19 +52,19 @@ class Cli : public testing::Test {
 };
 
 TEST_F(Cli, MissingOrUnknownSubcommandIsAUsageError) {
-  expect_usage_error(test::run_cli({}, dir_));
-  expect_usage_error(test::run_cli({"frobnicate"}, dir_));
+  expect_usage_error(test::run_cli({}));
+  expect_usage_error(test::run_cli({"frobnicate"}));
 }
 
 TEST_F(Cli, LogitsWithoutModelIsAUsageError) {
-  const test::CliRun r = test::run_cli({"logits", "--tokens", kTokens, "-o", out_}, dir_);
+  const test::CliRun r = test::run_cli({"logits", "--tokens", kTokens, "-o", out_});
   expect_usage_error(r);
   EXPECT_THAT(r.err, HasSubstr("--model"));
 }
 
 TEST_F(Cli, UnknownLogitsOptionValueIsAUsageError) {
   const test::CliRun r =
-      test::run_cli({"logits", "-m", kModel, "--tokens", kTokens, "-o", out_, "--expert-order", "random"}, dir_);
+      test::run_cli({"logits", "-m", kModel, "--tokens", kTokens, "-o", out_, "--expert-order", "random"});
   expect_usage_error(r);
   EXPECT_THAT(r.err, HasSubstr("random"));
 }
@@ -92,6 +92,13 @@ TEST_F(Cli, TokenIdOutsideTheVocabularyIsRejected) {
   EXPECT_THAT(r.err, HasSubstr(std::to_string(vocab)));
 }
 
+// The README: exceeding --ctx is an error. `logits` used to raise the context to the token count.
+TEST_F(Cli, MoreTokensThanTheContextIsAnError) {
+  const test::CliRun r = test::run_cli({"logits", "-m", kModel, "--tokens", kTokens, "-o", out_, "--ctx", "39"});
+  expect_runtime_error(r, "holds 40 tokens but the context is 39 (--ctx)");
+  EXPECT_EQ(test::run_cli({"logits", "-m", kModel, "--tokens", kTokens, "-o", out_, "--ctx", "40"}).code, 0);
+}
+
 TEST_F(Cli, MissingTokenFileIsNamed) {
   expect_runtime_error(logits(kModel, dir_.file("nope.txt"), out_), dir_.file("nope.txt"));
 }
@@ -111,13 +118,13 @@ TEST_F(Cli, OutputInNonexistentDirectoryIsNamed) {
 TEST_F(Cli, HelpWorksForEverySubcommand) {
   for (const char* sub : {"run", "chat", "inspect", "logits", "synth"}) {
     SCOPED_TRACE(sub);
-    const test::CliRun r = test::run_cli({sub, "--help"}, dir_);
+    const test::CliRun r = test::run_cli({sub, "--help"});
     EXPECT_TRUE(r.exited);
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr(std::string("turbospark ") + sub));
     EXPECT_THAT(r.out, HasSubstr("--help"));
   }
-  const test::CliRun top = test::run_cli({"--help"}, dir_);
+  const test::CliRun top = test::run_cli({"--help"});
   EXPECT_EQ(top.code, 0);
   for (const char* sub : {"run", "chat", "inspect", "logits", "synth"}) EXPECT_THAT(top.out, HasSubstr(sub));
 }
@@ -126,7 +133,7 @@ TEST_F(Cli, InspectPrintsArchitectureAndTensorTable) {
   for (const char* name : {"gpt-oss-mxfp4", "llama-dense-q4_k_m"}) {
     SCOPED_TRACE(name);
     const std::string path = test::models_dir() + "/" + name + ".gguf";
-    const test::CliRun r = test::run_cli({"inspect", path}, dir_);
+    const test::CliRun r = test::run_cli({"inspect", path});
     ASSERT_EQ(r.code, 0) << r.err;
     const auto g = GgufFile::open(path);
     EXPECT_THAT(r.out, HasSubstr("architecture: " + g->get_string("general.architecture") + "\n"));

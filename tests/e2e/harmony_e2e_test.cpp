@@ -6,10 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 
 #include "chat/chat_template.h"
+#include "cli/cli_harness.h"
 #include "chat/harmony_parser.h"
 #include "model/forward.h"
 #include "tokenizer/harmony_vocab.h"
@@ -36,11 +35,10 @@ TEST(HarmonyEndToEnd, RenderTokenizeRunAndParse) {
   EXPECT_EQ(ids[ids.size() - 2], 200006);
   EXPECT_EQ(tok->decode(ids), prompt);
 
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ts-harmony-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string model_path = (dir / "gpt-oss.gguf").string();
-  const std::string cmd = std::string(TS_BINARY) + " synth --arch gpt-oss --preset tiny --vocab 201088 -o " + model_path + " --force 2>/dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  test::ScratchDir dir;
+  const std::string model_path = dir.file("gpt-oss.gguf");
+  const test::CliRun synth = test::run_cli({"synth", "--arch", "gpt-oss", "--preset", "tiny", "--vocab", "201088", "-o", model_path});
+  ASSERT_EQ(synth.code, 0) << synth.err;
   auto be = make_cpu_backend(2);
   auto model = Model::load(model_path, *be);
   KvCache kv(*be, model->hp(), 512);
@@ -49,7 +47,6 @@ TEST(HarmonyEndToEnd, RenderTokenizeRunAndParse) {
   for (size_t i = 0; i < ids.size(); i += fwd.max_batch())
     fwd.run(kv, ids.data() + i, std::min<int64_t>(fwd.max_batch(), ids.size() - i), false, logits.data());
   for (float v : logits) ASSERT_TRUE(std::isfinite(v));
-  std::filesystem::remove_all(dir);
 
   // An assistant turn: reasoning, then the answer, then <|return|>, streamed one id at a time.
   const std::string turn = "<|channel|>analysis<|message|>Simple sum: 4.<|end|><|start|>assistant<|channel|>final<|message|>2 + 2 = 4 ✓<|return|>";

@@ -1,121 +1,164 @@
-// End-to-end checks on the real PyPI models (SmolLM2-135M-Instruct, the default; Gemma-3-270M base)
-// against llama.cpp's recorded behaviour in tests/data/real/*.json. Skipped when a model is not in
-// the cache (scripts/test.sh fetches both).
+// End-to-end checks on the real PyPI models (SmolLM2-135M-Instruct, the default; Gemma-3-270M base),
+// teacher-forced on llama.cpp's greedy continuations (tests/data/real/*.json) and judged as
+// distributions, not as free-running text (where one near-tie that flips sends a continuation
+// elsewhere and says nothing about the logits):
+//  - distance from the exact float64 reference (tests/data/real/*.ref-top.bin, made with
+//    ../shared/tools/np_reference.py and compact_reference.py): mean KL and top-1 agreement;
+//  - agreement of our argmax with llama.cpp's greedy token at each teacher-forced position.
+// The models come from the cache (`turbospark fetch`, see support/real_models.h).
 #include <gtest/gtest.h>
 
-#include <array>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_harness.h"
 #include "model/forward.h"
-#include "runtime/default_model.h"
-#include "tokenizer/tokenizer.h"
+#include "support/real_models.h"
 
 namespace ts {
 namespace {
 
 struct RealCase {
-  std::string prompt, greedy_text;
+  std::string prompt;
   std::vector<int32_t> prompt_ids, greedy_ids;
+};
+
+// One row of the compact reference: the top-K logits and the log-sum-exp of the others.
+struct RefRow {
+  int32_t case_index = 0, row = 0;
+  double lse_rest = 0;
+  std::vector<int32_t> ids;
+  std::vector<float> logits;
 };
 
 struct RealModel {
   std::string path;
   std::vector<RealCase> cases;
+  std::vector<RefRow> ref;
 };
 
-RealModel load_real(const std::string& json_name) {
-  std::ifstream in(std::string(TS_TEST_DATA) + "/real/" + json_name);
+RealModel load_real(const std::string& stem) {
+  const std::string dir = std::string(TS_TEST_DATA) + "/real/";
+  std::ifstream in(dir + stem + ".json");
   const auto j = nlohmann::json::parse(in);
   RealModel m;
-  m.path = cache_dir() + "/models/" + j["model"].get<std::string>();
+  m.path = cached_model_path(j["model"].get<std::string>());
   for (const auto& c : j["cases"])
-    m.cases.push_back({c["prompt"], c["greedy_text"], c["prompt_ids"].get<std::vector<int32_t>>(), c["greedy_ids"].get<std::vector<int32_t>>()});
+    m.cases.push_back({c["prompt"], c["prompt_ids"].get<std::vector<int32_t>>(), c["greedy_ids"].get<std::vector<int32_t>>()});
+  std::ifstream bin(dir + stem + ".ref-top.bin", std::ios::binary);
+  int32_t k = 0, n = 0;
+  bin.read(reinterpret_cast<char*>(&k), 4).read(reinterpret_cast<char*>(&n), 4);
+  for (int32_t i = 0; i < n && bin; ++i) {
+    RefRow r;
+    r.ids.resize(k);
+    r.logits.resize(k);
+    bin.read(reinterpret_cast<char*>(&r.case_index), 4).read(reinterpret_cast<char*>(&r.row), 4);
+    bin.read(reinterpret_cast<char*>(&r.lse_rest), 8);
+    bin.read(reinterpret_cast<char*>(r.ids.data()), 4 * k).read(reinterpret_cast<char*>(r.logits.data()), 4 * k);
+    m.ref.push_back(std::move(r));
+  }
+  if (!bin || m.ref.empty()) throw std::runtime_error("cannot read the reference of " + stem);
   return m;
 }
 
-std::string run_cli(const std::string& args) {
-  const std::string cmd = std::string(TS_BINARY) + " " + args + " 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
-  return out;
+double log_sum_exp(const std::vector<double>& v) {
+  const double mx = *std::max_element(v.begin(), v.end());
+  double s = 0;
+  for (double x : v) s += std::exp(x - mx);
+  return mx + std::log(s);
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+// KL(reference || ours) over the reference's top-K tokens plus one bin for all the others: both
+// sides normalised over the same K + 1 bins, so the result is a true KL (a lower bound of the full
+// one) and second-order in the logit error.
+double binned_kl(const RefRow& ref, const float* ours, int64_t vocab) {
+  std::vector<double> p(ref.logits.begin(), ref.logits.end());
+  p.push_back(ref.lse_rest);
+  std::vector<double> all(ours, ours + vocab);
+  std::vector<double> q;
+  for (int32_t id : ref.ids) q.push_back(all[id]);
+  for (int32_t id : ref.ids) all[id] = -INFINITY;
+  q.push_back(log_sum_exp(all));
+  const double lp = log_sum_exp(p), lq = log_sum_exp(q);
+  double kl = 0;
+  for (size_t i = 0; i < p.size(); ++i) kl += std::exp(p[i] - lp) * ((p[i] - lp) - (q[i] - lq));
+  return kl;
+}
+
+struct Measures {
+  double mean_kl = 0;
+  double top1_ref = 0;       // our argmax == the reference's argmax
+  double top1_llamacpp = 0;  // our argmax == llama.cpp's greedy token
+  size_t rows = 0;
+};
+
+Measures measure(const RealModel& rm) {
+  auto be = make_cpu_backend(2);
+  auto model = Model::load(rm.path, *be);
+  const int64_t V = model->hp().n_vocab;
+  std::vector<std::vector<float>> logits;
+  for (const RealCase& c : rm.cases) {
+    std::vector<int32_t> ids = c.prompt_ids;
+    ids.insert(ids.end(), c.greedy_ids.begin(), c.greedy_ids.end() - 1);
+    KvCache kv(*be, model->hp(), static_cast<int64_t>(ids.size()));
+    Forward fwd(*model, *be, ForwardOptions{.max_batch = static_cast<int64_t>(ids.size())});
+    logits.emplace_back(ids.size() * V);
+    fwd.run(kv, ids.data(), static_cast<int64_t>(ids.size()), true, logits.back().data());
+  }
+  Measures m;
+  for (const RefRow& r : rm.ref) {
+    const RealCase& c = rm.cases.at(r.case_index);
+    const float* row = logits.at(r.case_index).data() + static_cast<size_t>(r.row) * V;
+    const int32_t best = static_cast<int32_t>(std::max_element(row, row + V) - row);
+    const size_t step = static_cast<size_t>(r.row) - (c.prompt_ids.size() - 1);
+    m.mean_kl += binned_kl(r, row, V);
+    m.top1_ref += best == r.ids[0];
+    m.top1_llamacpp += best == c.greedy_ids.at(step);
+    ++m.rows;
+  }
+  m.mean_kl /= m.rows;
+  m.top1_ref /= m.rows;
+  m.top1_llamacpp /= m.rows;
+  return m;
 }
 
 class RealModelTest : public ::testing::TestWithParam<const char*> {};
 
-// Teacher-force llama.cpp's greedy continuation: our argmax must pick llama.cpp's next token at
-// nearly every position (a quantized model may flip a near-tie, so not necessarily all).
-TEST_P(RealModelTest, TeacherForcedArgmaxFollowsLlamaCppGreedy) {
+// Margins, from measurements (8 prompts x 24 positions per model): the exact path lands at mean KL
+// 2.9e-12 (SmolLM2) and 2.2e-12 (Gemma) from the float64 reference. The bound 1e-9 leaves a factor
+// of 350 for summation-order changes, while semantic errors land far above it: RMS epsilon 1e-6
+// instead of 1e-5 gives 1.9e-7 on SmolLM2 (with top-1 still 100%), 1e-5 instead of 1e-6 gives 7.9e-3
+// on Gemma, a RoPE base 20% off gives 3.4e-4 and 5.4e-5. Top-1 agreement with the reference is exact
+// today (1.000): >= 0.99 leaves room for one or two near-ties. llama.cpp computes with f16 K/V and
+// int8 activations, which flips its choice at near-ties: we match its greedy tokens at 0.979 and
+// 0.953 of the positions, judged at >= 0.90.
+TEST_P(RealModelTest, TeacherForcedDistributionsMatchTheExactReference) {
   const RealModel rm = load_real(GetParam());
-  if (!std::filesystem::exists(rm.path)) GTEST_SKIP() << rm.path << " is not in the cache";
-  auto be = make_cpu_backend(2);
-  auto model = Model::load(rm.path, *be);
-  int64_t agree = 0, total = 0;
-  for (const auto& c : rm.cases) {
-    std::vector<int32_t> ids = c.prompt_ids;
-    ids.insert(ids.end(), c.greedy_ids.begin(), c.greedy_ids.end() - 1);
-    KvCache kv(*be, model->hp(), static_cast<int64_t>(ids.size()));
-    ForwardOptions fo;
-    fo.max_batch = static_cast<int64_t>(ids.size());
-    Forward fwd(*model, *be, fo);
-    const int64_t V = model->hp().n_vocab;
-    std::vector<float> logits(ids.size() * V);
-    fwd.run(kv, ids.data(), static_cast<int64_t>(ids.size()), true, logits.data());
-    for (size_t i = 0; i < c.greedy_ids.size(); ++i) {
-      const float* row = logits.data() + (c.prompt_ids.size() - 1 + i) * V;
-      const int32_t best = static_cast<int32_t>(std::max_element(row, row + V) - row);
-      agree += best == c.greedy_ids[i];
-      ++total;
-    }
-  }
-  std::printf("%s: %lld / %lld teacher-forced positions agree with llama.cpp's greedy choice\n", GetParam(),
-              static_cast<long long>(agree), static_cast<long long>(total));
-  EXPECT_GE(agree, total * 9 / 10);
-}
-
-// Free-running greedy generation of the default model through the CLI reproduces llama.cpp's text
-// for most prompts. (Gemma-3-270M is a base model full of near-ties: one flip sends a continuation
-// elsewhere, so it is judged by the teacher-forced test only.)
-TEST(DefaultModel, GreedyTextMatchesLlamaCppForMostPrompts) {
-  const RealModel rm = load_real("smollm2-135m-instruct-q4_1.json");
-  if (!std::filesystem::exists(rm.path)) GTEST_SKIP() << rm.path << " is not in the cache";
-  int matches = 0;
-  for (const auto& c : rm.cases) {
-    std::string out = run_cli("run -m " + shell_quote(rm.path) + " --temp 0 -n " + std::to_string(c.greedy_ids.size()) +
-                              " -t 2 -p " + shell_quote(c.prompt));
-    if (!out.empty() && out.back() == '\n') out.pop_back();
-    matches += out == c.greedy_text;
-    if (out != c.greedy_text) std::printf("differs: %s\n  ours:      %s\n  llama.cpp: %s\n", c.prompt.c_str(), out.c_str(), c.greedy_text.c_str());
-  }
-  std::printf("%d / %zu greedy continuations identical to llama.cpp's\n", matches, rm.cases.size());
-  // A near-tie that flips sends a free-running continuation elsewhere, so only most must match;
-  // the teacher-forced test above is the precise measure.
-  EXPECT_GT(matches * 2, static_cast<int>(rm.cases.size()));
+  TS_REQUIRE_REAL_MODEL(rm.path);
+  const Measures m = measure(rm);
+  std::printf("%s: %zu positions, mean KL %.3e, top-1 vs reference %.3f, vs llama.cpp greedy %.3f\n", GetParam(), m.rows,
+              m.mean_kl, m.top1_ref, m.top1_llamacpp);
+  EXPECT_LE(m.mean_kl, 1e-9);
+  EXPECT_GE(m.top1_ref, 0.99);
+  EXPECT_GE(m.top1_llamacpp, 0.90);
 }
 
 INSTANTIATE_TEST_SUITE_P(Real, RealModelTest,
-                         ::testing::Values("smollm2-135m-instruct-q4_1.json", "gemma-3-270m-q4_k_m.json"),
+                         ::testing::Values("smollm2-135m-instruct-q4_1", "gemma-3-270m-q4_k_m"),
                          [](const auto& info) { return std::string(info.param).substr(0, 5); });
 
-// The default model answers a chat question with the expected fact.
+// The default model answers a chat question with the expected fact, through the CLI.
 TEST(DefaultModel, AnswersAChatQuestion) {
-  const std::string path = cache_dir() + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "the default model is not in the cache";
-  const std::string out = run_cli("run -m " + shell_quote(path) + " --chat --temp 0 -n 48 -t 2 -p " +
-                                  shell_quote("What is the capital of France?"));
-  std::printf("reply: %s\n", out.c_str());
-  EXPECT_NE(out.find("Paris"), std::string::npos);
+  const std::string path = cached_model_path(known_model("smollm2-135m-instruct").file);
+  TS_REQUIRE_REAL_MODEL(path);
+  const test::CliRun r =
+      test::run_cli({"run", "-m", path, "--chat", "--temp", "0", "-n", "48", "-t", "2", "-p", "What is the capital of France?"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::printf("reply: %s\n", r.out.c_str());
+  EXPECT_NE(r.out.find("Paris"), std::string::npos);
 }
 
 }  // namespace

@@ -1,14 +1,9 @@
 // The CLI on a corrupt model: `turbospark inspect` must exit 1 with an error message on stderr,
-// not die from a signal (a crash would show as a non-exited status).
+// not die from a signal (the harness asserts that for every run).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
+#include "cli/cli_harness.h"
 #include "gguf/gguf_test_util.h"
 #include "util/error.h"
 
@@ -17,24 +12,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct Outcome {
-  bool exited;
-  int code;
-  std::string err;
-};
-
-Outcome run_inspect(const std::string& model, const test::TempDir& dir) {
-  const std::string err_path = dir.file("stderr.txt");
-  const std::string cmd = fmt::format("'{}' inspect '{}' >/dev/null 2>'{}'", TS_BINARY, model, err_path);
-  const int status = std::system(cmd.c_str());
-  std::ifstream f(err_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return {WIFEXITED(status), WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
-}
-
 TEST(CliCorrupt, InspectOfCorruptFilesFailsCleanly) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   const std::string whole = dir.file("whole.gguf");
   test::write_small_model(whole);
   const std::vector<uint8_t> bytes = test::read_bytes(whole);
@@ -52,8 +31,7 @@ TEST(CliCorrupt, InspectOfCorruptFilesFailsCleanly) {
     SCOPED_TRACE(i);
     const std::string path = dir.file(fmt::format("corrupt{}.gguf", i));
     test::write_bytes(path, corrupt[i]);
-    const Outcome o = run_inspect(path, dir);
-    EXPECT_TRUE(o.exited) << "killed by a signal";
+    const test::CliRun o = test::run_cli({"inspect", path});
     EXPECT_EQ(o.code, 1);
     EXPECT_THAT(o.err, HasSubstr("error"));
   }

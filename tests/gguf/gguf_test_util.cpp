@@ -1,4 +1,4 @@
-// Scratch directories, raw byte files and the small reference model for the GGUF reader tests.
+// Raw byte files and the small reference model for the GGUF reader tests.
 #include "gguf/gguf_test_util.h"
 
 #include <unistd.h>
@@ -11,17 +11,6 @@
 #include "util/error.h"
 
 namespace ts::test {
-
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "ts_gguf_test_XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

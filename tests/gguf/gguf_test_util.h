@@ -1,5 +1,5 @@
-// Helpers for the GGUF reader tests: a scratch directory per test, a byte-level builder for
-// hand-made (and deliberately broken) headers, and a small valid model written with GgufWriter.
+// Helpers for the GGUF reader tests: a byte-level builder for hand-made (and deliberately broken)
+// headers, and a small valid model written with GgufWriter.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -7,19 +7,9 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "support/scratch_dir.h"
 
 namespace ts::test {
-
-// A fresh directory under the system temp dir, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 std::vector<uint8_t> read_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);

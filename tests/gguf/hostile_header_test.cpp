@@ -19,7 +19,7 @@ constexpr uint64_t kHuge = uint64_t{1} << 63;
 class HostileHeader : public ::testing::Test {
  protected:
   std::string error(const RawGguf& r) { return test::open_error(dir_.file("bad.gguf"), r.bytes); }
-  test::TempDir dir_;
+  test::ScratchDir dir_;
 };
 
 // A well-formed file with one key and one F32 tensor of 4 elements, as the baseline.

@@ -19,7 +19,7 @@ void expect_pattern(const GgufTensor& t, uint64_t j) {
 class Alignment : public ::testing::TestWithParam<uint64_t> {};
 
 TEST_P(Alignment, TensorsAndDataSectionAreAligned) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("a.gguf");
   test::write_small_model(path, GetParam());
   auto g = GgufFile::open(path);
@@ -38,7 +38,7 @@ TEST_P(Alignment, TensorsAndDataSectionAreAligned) {
 INSTANTIATE_TEST_SUITE_P(Gguf, Alignment, ::testing::Values(32, 64, 4096));
 
 TEST(Layout, TensorShapesTypesAndSizes) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("s.gguf");
   test::write_small_model(path);
   auto g = GgufFile::open(path);
@@ -68,7 +68,7 @@ std::vector<uint8_t> versioned(uint32_t version) {
 }
 
 TEST(Layout, Versions2And3AreAccepted) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   for (uint32_t v : {2u, 3u}) {
     EXPECT_EQ(test::open_error(dir.file("v.gguf"), versioned(v)), "") << "version " << v;
     auto g = GgufFile::open(dir.file("v.gguf"));
@@ -79,7 +79,7 @@ TEST(Layout, Versions2And3AreAccepted) {
 }
 
 TEST(Layout, OtherVersionsAreRejected) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   const std::string p = dir.file("v.gguf");
   EXPECT_THAT(test::open_error(p, versioned(1)), HasSubstr("GGUF version 1 is not supported"));
   EXPECT_THAT(test::open_error(p, versioned(0)), HasSubstr("unsupported GGUF version 0"));

@@ -87,7 +87,7 @@ class MetadataRoundTrip : public ::testing::Test {
     g_ = GgufFile::open(path_);
   }
 
-  test::TempDir dir_;
+  test::ScratchDir dir_;
   std::string path_;
   std::unique_ptr<GgufFile> g_;
 };

@@ -13,7 +13,7 @@ using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 TEST(Truncation, EveryPrefixOfAValidFileIsAnError) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   const std::string whole = dir.file("whole.gguf");
   test::write_small_model(whole);
   const std::vector<uint8_t> bytes = test::read_bytes(whole);
@@ -41,7 +41,7 @@ TEST(Truncation, EveryPrefixOfAValidFileIsAnError) {
 }
 
 TEST(Truncation, TensorDataCutShortNamesTheTensor) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   const std::string whole = dir.file("whole.gguf");
   test::write_small_model(whole);
   std::vector<uint8_t> bytes = test::read_bytes(whole);
@@ -52,7 +52,7 @@ TEST(Truncation, TensorDataCutShortNamesTheTensor) {
 }
 
 TEST(Truncation, EmptyAndTinyFiles) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   const std::string p = dir.file("t.gguf");
   EXPECT_THAT(test::open_error(p, {}), HasSubstr("not a GGUF file"));
   EXPECT_THAT(test::open_error(p, {'G', 'G'}), HasSubstr("not a GGUF file"));
@@ -61,7 +61,7 @@ TEST(Truncation, EmptyAndTinyFiles) {
 }
 
 TEST(Truncation, DirectoriesAndMissingFilesAreErrors) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   try {
     GgufFile::open(dir.file(""));
     FAIL() << "a directory opened";

@@ -25,7 +25,7 @@ std::string message(const std::function<void()>& f) {
 }
 
 TEST(Writer, RefusesTensorsAReaderWouldReject) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   GgufWriter w(dir.file("w.gguf"));
   EXPECT_THAT(message([&] { w.add_tensor("z", GgmlType::F32, {4, 0}); }), HasSubstr("'z': a dimension of 0"));
   EXPECT_THAT(message([&] { w.add_tensor("r", GgmlType::Q8_0, {48}); }), HasSubstr("row of 48 is not a multiple of Q8_0's block size 32"));
@@ -35,7 +35,7 @@ TEST(Writer, RefusesTensorsAReaderWouldReject) {
 }
 
 TEST(Writer, ShortOrExtraDataIsAnErrorAndLeavesNoFile) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("w.gguf");
   {
     GgufWriter w(path);
@@ -59,7 +59,7 @@ TEST(Writer, ShortOrExtraDataIsAnErrorAndLeavesNoFile) {
 }
 
 TEST(Writer, FinishRenamesIntoPlaceAndPiecesMayBeAnySize) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("w.gguf");
   {
     GgufWriter w(path);
@@ -86,7 +86,7 @@ TEST(Writer, FinishRenamesIntoPlaceAndPiecesMayBeAnySize) {
 }
 
 TEST(Writer, LaterSetReplacesEarlierValue) {
-  test::TempDir dir;
+  test::ScratchDir dir;
   const std::string path = dir.file("w.gguf");
   GgufWriter w(path);
   w.set_u32("k", 1);

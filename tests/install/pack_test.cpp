@@ -28,11 +28,11 @@ std::string fixture_name(const testing::TestParamInfo<Fixture>& p) { return test
 class Pack : public testing::TestWithParam<Fixture> {
  protected:
   void SetUp() override {
-    const test::CliRun r = test::run_cli({"pack", GetParam().gguf(), "-o", out_}, dir_);
+    const test::CliRun r = test::run_cli({"pack", GetParam().gguf(), "-o", out_});
     ASSERT_TRUE(r.exited && r.code == 0) << r.err;
     EXPECT_THAT(r.err, HasSubstr("pack: wrote"));
   }
-  test::CliRun verify() { return test::run_cli({"verify", out_}, dir_); }
+  test::CliRun verify() { return test::run_cli({"verify", out_}); }
   test::ScratchDir dir_;
   std::string out_ = dir_.file("install");
 };
@@ -112,7 +112,7 @@ TEST_P(Pack, ATruncatedInstallIsRefusedNamingTheFile) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"verify", out_},
         std::vector<std::string>{"logits", "-m", out_, "--tokens", GetParam().tokens(), "-o", dir_.file("o.f32")}}) {
-    const test::CliRun r = test::run_cli(args, dir_);
+    const test::CliRun r = test::run_cli(args);
     EXPECT_EQ(r.code, 1) << args[0];
     EXPECT_THAT(r.err, HasSubstr(victim)) << args[0];
     EXPECT_THAT(r.err, HasSubstr("truncated")) << args[0];
@@ -121,7 +121,7 @@ TEST_P(Pack, ATruncatedInstallIsRefusedNamingTheFile) {
 }
 
 TEST_P(Pack, InspectDescribesTheInstallAndItsResidentTensors) {
-  const test::CliRun r = test::run_cli({"inspect", out_}, dir_);
+  const test::CliRun r = test::run_cli({"inspect", out_});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("install: " + out_));
   EXPECT_THAT(r.out, HasSubstr("format version 1"));
@@ -130,21 +130,21 @@ TEST_P(Pack, InspectDescribesTheInstallAndItsResidentTensors) {
 }
 
 TEST_P(Pack, TheResidentFileAloneIsRefusedWithAPointerToTheDirectory) {
-  const test::CliRun r = test::run_cli({"logits", "-m", out_ + "/resident.gguf", "--tokens", GetParam().tokens(), "-o", dir_.file("o.f32")}, dir_);
+  const test::CliRun r = test::run_cli({"logits", "-m", out_ + "/resident.gguf", "--tokens", GetParam().tokens(), "-o", dir_.file("o.f32")});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("install directory"));
 }
 
 TEST_P(Pack, AnExistingOutputIsReplacedOnlyWithForceAndOnlyIfItIsAnInstall) {
-  test::CliRun r = test::run_cli({"pack", GetParam().gguf(), "-o", out_}, dir_);
+  test::CliRun r = test::run_cli({"pack", GetParam().gguf(), "-o", out_});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("--force"));
-  r = test::run_cli({"pack", GetParam().gguf(), "-o", out_, "--force"}, dir_);
+  r = test::run_cli({"pack", GetParam().gguf(), "-o", out_, "--force"});
   EXPECT_EQ(r.code, 0) << r.err;
   const std::string other = dir_.file("other");
   fs::create_directories(other);
   test::write_text(other + "/keep.txt", "precious");
-  r = test::run_cli({"pack", GetParam().gguf(), "-o", other, "--force"}, dir_);
+  r = test::run_cli({"pack", GetParam().gguf(), "-o", other, "--force"});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("not an install directory"));
   EXPECT_EQ(test::read_text(other + "/keep.txt"), "precious");
@@ -154,7 +154,7 @@ INSTANTIATE_TEST_SUITE_P(Models, Pack, testing::ValuesIn(test::moe_fixtures()), 
 
 TEST(PackErrors, ADenseModelHasNothingToPack) {
   test::ScratchDir dir;
-  const test::CliRun r = test::run_cli({"pack", test::models_dir() + "/llama-dense-q8_0.gguf", "-o", dir.file("x")}, dir);
+  const test::CliRun r = test::run_cli({"pack", test::models_dir() + "/llama-dense-q8_0.gguf", "-o", dir.file("x")});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("no routed experts"));
   EXPECT_FALSE(fs::exists(dir.file("x")));

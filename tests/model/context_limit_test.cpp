@@ -1,7 +1,7 @@
 // The context limit is a hard bound: a forward call that would need more KV positions than the cache
 // has is a ts::Error that says so, whether the excess comes in one prefill or one decode step too
-// many, and the failed call fills nothing. (The logits command raises --ctx to the token count, so
-// this is tested through the API.)
+// many, and the failed call fills nothing. (`logits` with more tokens than --ctx is refused before
+// any forward call: tests/cli/cli_test.cpp.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,8 +1,14 @@
 // The int8-activation CPU backend (llama.cpp's way of multiplying quantized weights), which the CLI
 // does not expose: driven through the C++ API. It adds a rounding of its own, so it is held to the
-// llama.cpp-relative KL bound (on the median row, see parity_util.h; the mean and top-1 are printed)
-// on every fixture, and to the same determinism contracts as the default: the bytes depend neither on
-// the thread count nor on prefill vs one token at a time.
+// llama.cpp-relative KL bound on the median row (see parity_util.h), to absolute bounds on the mean
+// KL and the top-1 agreement, and to the same determinism contracts as the default: the bytes depend
+// neither on the thread count nor on prefill vs one token at a time.
+//
+// Margins of the absolute bounds, from the measured values: the worst mean KL is 1.48e-3
+// (qwen3moe-q4_k_m, where llama.cpp is at 1.48e-3 too) and the MoE fixtures reach 1.3e-3 when a
+// near-tied expert choice flips (llama-moe-q8_0, llama.cpp 1.1e-4): bound 2.5e-3. The worst top-1 is
+// 0.900 (llama-dense-q4_k_m, llama.cpp 0.975): bound 0.85, six rows of 40 may flip at near-ties.
+// Wrong int8 scales or block layouts put every row off, far past both.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +23,8 @@ namespace ts {
 namespace {
 
 using test::Fixture;
+
+constexpr double kMaxMeanKl = 2.5e-3, kMinTop1 = 0.85;  // margins: see the top of this file
 
 // Teacher-forces the fixture's tokens in chunks of `batch` and returns every position's logits.
 std::vector<float> api_logits(const Fixture& f, int threads, int64_t batch) {
@@ -42,12 +50,19 @@ TEST_P(Int8Activations, DeterministicAndWithinLlamaCppKlRule) {
   EXPECT_TRUE(test::same_bytes(prefill, api_logits(f, 2, 1))) << "prefill vs sequential";
 
   const std::vector<float> ref = test::read_floats(f.ref());
-  const test::Distance llama = test::distance(ref, test::read_floats(f.llamacpp()));
   const test::Distance ours = test::distance(ref, prefill);
-  const bool ok = test::passes_median_kl_rule(ours, llama);
-  std::printf("%s %-20s int8-act   %s | llama.cpp %s\n", ok ? "ok  " : "FAIL", f.name.c_str(), test::describe(ours).c_str(),
-              test::describe(llama).c_str());
-  EXPECT_TRUE(ok) << test::describe(ours) << " vs llama.cpp " << test::describe(llama) << " (rule: median_kl <= max(1.5 x llama.cpp's, 1e-5))";
+  std::string vs_llama;
+  bool median_ok = true;
+  if (f.has_llamacpp()) {
+    const test::Distance llama = test::distance(ref, test::read_floats(f.llamacpp()));
+    median_ok = test::passes_median_kl_rule(ours, llama);
+    vs_llama = " | llama.cpp " + test::describe(llama);
+  }
+  const bool ok = median_ok && ours.mean_kl <= kMaxMeanKl && ours.top1 >= kMinTop1;
+  std::printf("%s %-20s int8-act   %s%s\n", ok ? "ok  " : "FAIL", f.name.c_str(), test::describe(ours).c_str(), vs_llama.c_str());
+  EXPECT_TRUE(median_ok) << test::describe(ours) << vs_llama << " (rule: median_kl <= max(1.5 x llama.cpp's, 1e-5))";
+  EXPECT_LE(ours.mean_kl, kMaxMeanKl) << test::describe(ours);
+  EXPECT_GE(ours.top1, kMinTop1) << test::describe(ours);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Int8Activations, testing::ValuesIn(test::model_fixtures()),

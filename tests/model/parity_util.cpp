@@ -52,6 +52,8 @@ bool passes(const Fixture& f, const Distance& ours, const Distance& llamacpp) {
   return ours.mean_kl <= std::max(1.5 * llamacpp.mean_kl, 1e-5) && ours.top1 >= llamacpp.top1 - 0.05;
 }
 
+bool passes_exact(const Distance& ours) { return ours.rel_l2 <= kExactRelL2 && ours.mean_kl <= kExactMeanKl; }
+
 bool passes_median_kl_rule(const Distance& ours, const Distance& llamacpp) {
   return ours.median_kl <= std::max(1.5 * llamacpp.median_kl, 1e-5);
 }

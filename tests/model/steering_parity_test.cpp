@@ -6,7 +6,7 @@
 
 #include "model/forward.h"
 #include "model/parity_util.h"
-#include "runtime/default_model.h"
+#include "runtime/model_cache.h"
 #include "runtime/token_file.h"
 #include "steer/steering.h"
 

@@ -30,7 +30,7 @@ TEST_P(ExpertOrderCli, RouterAscendingAndDescendingGiveTheSameBytes) {
   std::vector<std::vector<float>> out;
   for (const char* order : {"router", "ascending", "descending"}) {
     const std::string path = dir.file(std::string(order) + ".f32");
-    const test::CliRun r = test::run_cli({"logits", "-m", f.gguf(), "--tokens", f.tokens(), "-o", path, "--expert-order", order}, dir);
+    const test::CliRun r = test::run_cli({"logits", "-m", f.gguf(), "--tokens", f.tokens(), "-o", path, "--expert-order", order});
     ASSERT_TRUE(r.exited && r.code == 0) << order << ": " << r.err;
     out.push_back(test::read_floats(path));
   }

@@ -24,7 +24,7 @@ class MoeErrors : public testing::Test {
     edit(model);
     const std::string path = dir_.file("broken.gguf");
     model.write(path);
-    const test::CliRun r = test::run_cli({"logits", "-m", path, "--tokens", test::models_dir() + "/" + name + ".tokens.txt", "-o", out_}, dir_);
+    const test::CliRun r = test::run_cli({"logits", "-m", path, "--tokens", test::models_dir() + "/" + name + ".tokens.txt", "-o", out_});
     EXPECT_TRUE(r.exited) << "killed by a signal";
     EXPECT_EQ(r.code, 1) << r.err;
     EXPECT_THAT(r.err, HasSubstr("error"));

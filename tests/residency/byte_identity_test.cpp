@@ -22,7 +22,7 @@ class ByteIdentity : public testing::TestWithParam<Fixture> {
     std::vector<std::string> args = {"logits", "-m", model, "--tokens", GetParam().tokens(), "-o", dir_.file("out.f32")};
     if (sequential) args.push_back("--sequential");
     args.insert(args.end(), extra.begin(), extra.end());
-    const test::CliRun r = test::run_cli(args, dir_);
+    const test::CliRun r = test::run_cli(args);
     EXPECT_TRUE(r.exited && r.code == 0) << r.err;
     return r.code == 0 ? test::read_floats(dir_.file("out.f32")) : std::vector<float>{};
   }
@@ -50,7 +50,7 @@ TEST_P(ByteIdentity, EveryResidencyModeAndCacheSizeGivesTheSameLogits) {
   const std::vector<float> want = logits(GetParam().gguf(), {"--expert-residency", "mapped"}, false);
   ASSERT_FALSE(want.empty());
   const std::string install = dir_.file("install");
-  const test::CliRun packed = test::run_cli({"pack", GetParam().gguf(), "-o", install}, dir_);
+  const test::CliRun packed = test::run_cli({"pack", GetParam().gguf(), "-o", install});
   ASSERT_EQ(packed.code, 0) << packed.err;
   for (const std::string& model : {GetParam().gguf(), install}) {
     std::vector<std::vector<std::string>> all = configs;

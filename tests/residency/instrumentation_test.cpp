@@ -28,7 +28,7 @@ class Instrumentation : public testing::TestWithParam<Fixture> {
   test::CliRun logits(std::vector<std::string> extra) {
     std::vector<std::string> args = {"logits", "-m", GetParam().gguf(), "--tokens", GetParam().tokens(), "-o", dir_.file("o.f32")};
     args.insert(args.end(), extra.begin(), extra.end());
-    const test::CliRun r = test::run_cli(args, dir_);
+    const test::CliRun r = test::run_cli(args);
     EXPECT_EQ(r.code, 0) << r.err;
     return r;
   }
@@ -107,7 +107,7 @@ TEST_P(Instrumentation, StoreHitRateOnTheDecodePathEqualsThePlannerReplay) {
       logits({"--sequential", "--expert-residency", "streamed", "--expert-cache-slots", std::to_string(slots), "--expert-policy",
               policy, "--router-hist", dir_.file("h.json"), "--router-trace", "--phases-json", dir_.file("p.json")});
       const auto p = nlohmann::json::parse(test::read_text(dir_.file("p.json")));
-      const test::CliRun r = test::run_cli({"router-replay", dir_.file("h.json"), "--slots", std::to_string(slots), "--policy", policy}, dir_);
+      const test::CliRun r = test::run_cli({"router-replay", dir_.file("h.json"), "--slots", std::to_string(slots), "--policy", policy});
       ASSERT_EQ(r.code, 0) << r.err;
       const auto rep = nlohmann::json::parse(r.out);
       EXPECT_DOUBLE_EQ(rep[policy][0].get<double>(), p["hit_rate"].get<double>());
@@ -120,17 +120,17 @@ INSTANTIATE_TEST_SUITE_P(Models, Instrumentation, testing::ValuesIn(test::moe_fi
 TEST(RouterReplay, BadInputIsAnError) {
   test::ScratchDir dir;
   test::write_text(dir.file("h.json"), R"({"num_layers":1,"num_experts":4,"top_k":2,"counts":[[0,0,0,0]]})");
-  test::CliRun r = test::run_cli({"router-replay", dir.file("h.json")}, dir);
+  test::CliRun r = test::run_cli({"router-replay", dir.file("h.json")});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("--router-trace"));
   test::write_text(dir.file("h.json"), R"({"num_layers":1,"num_experts":4,"top_k":2,"trace":[[[0,7]]]})");
-  r = test::run_cli({"router-replay", dir.file("h.json")}, dir);
+  r = test::run_cli({"router-replay", dir.file("h.json")});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("expert id 7"));
   // Two tokens on the same two experts: with two slots the second token hits on both; with one slot
   // it hits on the expert left in the slot (hits are taken first), then misses on the other.
   test::write_text(dir.file("h.json"), R"({"num_layers":1,"num_experts":4,"top_k":2,"trace":[[[0,1]],[[0,1]]]})");
-  r = test::run_cli({"router-replay", dir.file("h.json"), "--slots", "1,2", "--policy", "lru"}, dir);
+  r = test::run_cli({"router-replay", dir.file("h.json"), "--slots", "1,2", "--policy", "lru"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["lru"][0].get<double>(), 0.25);

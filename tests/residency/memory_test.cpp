@@ -40,7 +40,7 @@ class MemoryHonesty : public testing::Test {
     // (Q8_0 rather than MXFP4 only because it synthesizes ten times faster).
     const test::CliRun r = test::run_cli({"synth", "--arch", "gpt-oss", "--preset", "tiny", "--layers", "4", "--embd", "256",
                                           "--experts", "32", "--expert-ff", "1024", "--expert-type", "Q8_0", "--seed", "7",
-                                          "-o", model()}, *dir_);
+                                          "-o", model()});
     ASSERT_EQ(r.code, 0) << r.err;
     std::string ids;
     for (int i = 0; i < 24; ++i) ids += std::to_string((i * 37) % 1000) + "\n";
@@ -71,7 +71,7 @@ TEST_F(MemoryHonesty, TheModelIsAboutTwiceTheBudget) {
 TEST_F(MemoryHonesty, PeakRssStaysWithinTheBudgetGiven) {
   std::vector<std::string> args = logits_args(scratch_.file("b.f32"), scratch_.file("b.json"));
   args.insert(args.end(), {"--memory-budget-mb", std::to_string(kBudget / kMiB)});
-  const test::CliRun r = test::run_cli(args, scratch_);
+  const test::CliRun r = test::run_cli(args);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(test::read_text(scratch_.file("b.json")));
   EXPECT_EQ(j["residency"], "streamed");
@@ -79,7 +79,7 @@ TEST_F(MemoryHonesty, PeakRssStaysWithinTheBudgetGiven) {
   EXPECT_LT(j["slots_per_layer"].get<int>(), 32);
   EXPECT_LE(j["peak_rss"].get<uint64_t>(), kBudget + kOverhead) << "peak RSS " << j["peak_rss"].get<uint64_t>() / kMiB << " MiB";
 
-  const test::CliRun ref = test::run_cli(logits_args(scratch_.file("m.f32"), scratch_.file("m.json")), scratch_);
+  const test::CliRun ref = test::run_cli(logits_args(scratch_.file("m.f32"), scratch_.file("m.json")));
   ASSERT_EQ(ref.code, 0) << ref.err;
   EXPECT_TRUE(test::same_bytes(test::read_floats(scratch_.file("b.f32")), test::read_floats(scratch_.file("m.f32"))));
 }
@@ -121,23 +121,21 @@ class CgroupV1 {
 TEST_F(MemoryHonesty, UnderARealCgroupLimitTheRunFitsAndGivesTheSameBytes) {
   CgroupV1 cg(kBudget);
   if (!cg.unavailable().empty()) GTEST_SKIP() << "cgroup v1 memory limits are not available here: " << cg.unavailable();
-  // The shell moves itself into the group, then becomes turbospark; no budget option: the limit is
+  // A shell moves itself into the group, then becomes turbospark; no budget option: the limit is
   // read from the cgroup. O_DIRECT keeps expert reads out of the page cache.
-  std::vector<std::string> args = logits_args(scratch_.file("c.f32"), scratch_.file("c.json"));
-  args.push_back("--direct-io");
-  std::string cmd = fmt::format("echo $$ > {} && exec {}", test::shell_quote(cg.procs()), test::shell_quote(TS_BINARY));
-  for (const auto& a : args) cmd += " " + test::shell_quote(a);
-  cmd += fmt::format(" 2>{}", test::shell_quote(scratch_.file("c.err")));
-  const int status = std::system(("sh -c " + test::shell_quote(cmd)).c_str());
-  ASSERT_TRUE(WIFEXITED(status)) << "killed (the OOM killer?)";
-  ASSERT_EQ(WEXITSTATUS(status), 0) << test::read_text(scratch_.file("c.err"));
+  std::vector<std::string> argv = {"/bin/sh", "-c", "echo $$ > \"$0\" && exec \"$@\"", cg.procs(), TS_BINARY};
+  for (const std::string& a : logits_args(scratch_.file("c.f32"), scratch_.file("c.json"))) argv.push_back(a);
+  argv.push_back("--direct-io");
+  const test::ProcessResult r = test::run_process(argv);
+  ASSERT_EQ(r.signal, 0) << "killed (the OOM killer?)";
+  ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(test::read_text(scratch_.file("c.json")));
   EXPECT_EQ(j["residency"], "streamed") << "the cgroup limit was not taken as the budget";
   EXPECT_LE(j["peak_rss"].get<uint64_t>(), kBudget + kOverhead);
   EXPECT_LE(cg.read("memory.max_usage_in_bytes"), kBudget);
   EXPECT_EQ(cg.read("memory.failcnt"), 0u) << "the run pressed against the limit";
 
-  const test::CliRun ref = test::run_cli(logits_args(scratch_.file("m.f32"), scratch_.file("m.json")), scratch_);
+  const test::CliRun ref = test::run_cli(logits_args(scratch_.file("m.f32"), scratch_.file("m.json")));
   ASSERT_EQ(ref.code, 0) << ref.err;
   EXPECT_TRUE(test::same_bytes(test::read_floats(scratch_.file("c.f32")), test::read_floats(scratch_.file("m.f32"))));
 }

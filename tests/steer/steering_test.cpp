@@ -22,6 +22,7 @@ using Mode = SteerParams::Mode;
 struct Outputs {
   std::vector<float> logits;
   ResidualCapture capture;
+  int64_t n_embd = 0, n_layer = 0;
 };
 
 // Every position's logits and residuals of a fixture, prefilled in chunks of `chunk`.
@@ -38,6 +39,8 @@ Outputs run_fixture(const std::string& name, const SteeringSpec& spec, bool capt
   KvCache kv(*be, model->hp(), n);
   Forward fwd(*model, *be, fo);
   Outputs r;
+  r.n_embd = model->hp().n_embd;
+  r.n_layer = model->hp().n_layer;
   r.logits.resize(n * V);
   for (int64_t i = 0; i < n; i += chunk) {
     const int64_t m = std::min(chunk, n - i);
@@ -131,21 +134,21 @@ struct ModeCase {
   const char* name;
 };
 
-class SteeringModes : public testing::TestWithParam<ModeCase> {};
-
 // Only block 1 is steered: its captured residual with steering must be the direct computation's
 // edit of its captured residual without steering (blocks 0 and 1 see the same inputs either way).
-TEST_P(SteeringModes, EditBlockOneAsTheFormulaSays) {
-  const ModeCase mc = GetParam();
+// The steered run goes `chunk` tokens per step (1: every token as a decode step). Returns how many
+// of the 40 rows were edited.
+int expect_block_one_edited(const std::string& fixture, const ModeCase& mc, int64_t chunk) {
   test::ScratchDir dir;
-  const int64_t W = 128, L = 3, layer = 1;
+  const Outputs plain = run_fixture(fixture, {}, true);
+  const int64_t W = plain.n_embd, L = plain.n_layer, layer = 1;
   SteeringSpec spec;
   spec.files = {{write_cvec(dir.file("v.gguf"), {1, 2}, W), mc.alpha}};
   spec.layer_start = spec.layer_end = layer;
   spec.mode = mc.mode;
   spec.target = mc.target;
   spec.gate = mc.gate;
-  const Outputs plain = run_fixture("llama-dense-f32", {}, true), steered = run_fixture("llama-dense-f32", spec, true);
+  const Outputs steered = run_fixture(fixture, spec, true, chunk);
   const auto g = GgufFile::open(dir.file("v.gguf"));
   const GgufTensor& t = g->tensor("direction.1");
   const std::vector<float> d(reinterpret_cast<const float*>(t.data), reinterpret_cast<const float*>(t.data) + W);
@@ -161,11 +164,20 @@ TEST_P(SteeringModes, EditBlockOneAsTheFormulaSays) {
       scale = std::max(scale, std::abs(want[j]));
       same = same && after[j] == before[j];
     }
-    EXPECT_LE(err, 2e-6 * scale) << "snapshot " << s;
+    EXPECT_LE(err, 2e-6 * scale) << fixture << " snapshot " << s;
     edited += !same;
     // Block 0 is never touched.
-    EXPECT_EQ(0, std::memcmp(plain.capture.data.data() + s * L * W, steered.capture.data.data() + s * L * W, W * 4));
+    EXPECT_EQ(0, std::memcmp(plain.capture.data.data() + s * L * W, steered.capture.data.data() + s * L * W, W * 4))
+        << fixture;
   }
+  return edited;
+}
+
+class SteeringModes : public testing::TestWithParam<ModeCase> {};
+
+TEST_P(SteeringModes, EditBlockOneAsTheFormulaSays) {
+  const ModeCase mc = GetParam();
+  const int edited = expect_block_one_edited("llama-dense-f32", mc, 64);
   if (mc.gate > 0) {
     EXPECT_GT(edited, 5) << "the gate must let some rows through";
     EXPECT_LT(edited, 35) << "the gate must hold some rows back";
@@ -173,6 +185,26 @@ TEST_P(SteeringModes, EditBlockOneAsTheFormulaSays) {
     EXPECT_EQ(edited, 40);
   }
 }
+
+// Every family, token by token as in decode: the edit sits in the shared forward pass, so a family
+// whose block ends differently (gpt-oss's and Qwen3's routed FFN, Gemma 3's post-norms) must still be
+// steered after its residual join.
+class SteeringFamilies : public testing::TestWithParam<const char*> {};
+
+TEST_P(SteeringFamilies, AddAndRenormInDecodeSteps) {
+  EXPECT_EQ(expect_block_one_edited(GetParam(), ModeCase{Mode::Add, 0.7f, 0, 0, "add"}, 1), 40);
+  EXPECT_EQ(expect_block_one_edited(GetParam(), ModeCase{Mode::Renorm, 1.0f, 0, 0, "renorm"}, 5), 40);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, SteeringFamilies,
+                         testing::Values("gpt-oss-mxfp4", "qwen3moe-q8_0", "llama-moe-q8_0", "gemma3-q8_0",
+                                         "qwen3-dense-f16", "llama-dense-q4_k_m"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Modes, SteeringModes,
                          testing::Values(ModeCase{Mode::Add, 0.7f, 0, 0, "add"}, ModeCase{Mode::Add, 0.7f, 0, 1.0f, "add_gated"},

@@ -3,9 +3,7 @@
 // generation differs from the unsteered one.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -18,12 +16,13 @@ using ::testing::HasSubstr;
 
 TEST(SteeringWalkthrough, RunsAsWrittenAndEachDirectionChangesTheText) {
   test::ScratchDir dir;
-  const std::string cmd = "TURBOSPARK=" + test::shell_quote(TS_BINARY) + " PYTHON=" + test::shell_quote(TS_PYTHON) +
-                          " bash " + test::shell_quote(std::string(TS_SOURCE_DIR) + "/scripts/steering_walkthrough.sh") + " " +
-                          test::shell_quote(dir.file("demo")) + " > " + test::shell_quote(dir.file("out.txt")) + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  const std::string out = test::read_text(dir.file("out.txt"));
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  test::ProcessOptions opt;
+  opt.env = {std::string("TURBOSPARK=") + TS_BINARY, std::string("PYTHON=") + TS_PYTHON};
+  opt.stderr_to_stdout = true;
+  const test::ProcessResult r =
+      test::run_process({"/bin/bash", std::string(TS_SOURCE_DIR) + "/scripts/steering_walkthrough.sh", dir.file("demo")}, opt);
+  const std::string& out = r.out;
+  ASSERT_EQ(r.code, 0) << r.describe() << "\n" << out;
   EXPECT_THAT(out, HasSubstr("29 directions of 576 values (mean, 6 positive / 6 negative snapshots)"));
   // The generations, keyed by their "== ..." headers (the unsteered one of each question first).
   std::vector<std::pair<std::string, std::string>> gens;

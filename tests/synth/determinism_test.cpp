@@ -15,7 +15,7 @@ namespace ts::synth {
 namespace {
 
 TEST(Determinism, SameSeedSameBytesAcrossThreadCounts) {
-  test::Scratch s;
+  ::ts::test::ScratchDir s;
   SynthConfig c = preset_config("gpt-oss", "tiny");
   c.seed = 42;
   test::write_model(c, s.file("a.gguf"), 1);
@@ -26,7 +26,7 @@ TEST(Determinism, SameSeedSameBytesAcrossThreadCounts) {
 }
 
 TEST(Determinism, AnotherSeedChangesEveryTensor) {
-  test::Scratch s;
+  ::ts::test::ScratchDir s;
   SynthConfig c = preset_config("qwen3moe", "tiny");
   c.seed = 1;
   test::write_model(c, s.file("a.gguf"));
@@ -68,7 +68,7 @@ TEST(Determinism, UnitNormalHasUnitVariance) {
 // The decoded weights have the spread the plan promises: matrices 1/sqrt(fan-in), norms near 1,
 // biases small. This is what keeps a forward pass over the synthesized layers sane.
 TEST(WeightScale, DecodedTensorsHaveTheirPlannedSpread) {
-  test::Scratch s;
+  ::ts::test::ScratchDir s;
   test::write_model(preset_config("gpt-oss", "tiny"), s.file("g.gguf"));
   auto g = GgufFile::open(s.file("g.gguf"));
   auto stats = [&](const char* name) {

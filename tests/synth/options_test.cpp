@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cli/cli_harness.h"
 #include "synth/synth_tensors.h"
 #include "synth/synth_test_util.h"
 #include "util/error.h"
@@ -34,7 +35,7 @@ std::string error_of(const SynthConfig& c, const std::string& path, bool force =
 SynthConfig tiny(const char* family) { return preset_config(family, "tiny"); }
 
 TEST(Options, InvalidCombinationsNameTheOptionAndWriteNothing) {
-  test::Scratch s;
+  ::ts::test::ScratchDir s;
   const std::string out = s.file("out.gguf");
   std::vector<std::pair<SynthConfig, std::string>> cases;
   SynthConfig c = tiny("llama");
@@ -93,7 +94,7 @@ TEST(Options, UnknownNamesAreErrors) {
 }
 
 TEST(Options, OutputPathRules) {
-  test::Scratch s;
+  ::ts::test::ScratchDir s;
   const std::string out = s.file("out.gguf");
   test::write_model(tiny("llama"), out);
   const auto before = fs::last_write_time(out);
@@ -125,61 +126,47 @@ TEST(Presets, GptOssSizes) {
   EXPECT_NO_THROW(validate(big));
 }
 
-struct CliRun {
-  int status;
-  std::string err;
-};
-
-CliRun cli(const std::string& args, const test::Scratch& s) {
-  const std::string err = s.file("stderr.txt");
-  const int status = std::system(fmt::format("'{}' synth {} >/dev/null 2>'{}'", TS_BINARY, args, err).c_str());
-  return {status, test::file_bytes(err)};
+::ts::test::CliRun cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "synth");
+  return ::ts::test::run_cli(args);
 }
 
 TEST(Cli, ReportsSuccessAndErrors) {
-  test::Scratch s;
+  ::ts::test::ScratchDir s;
   const std::string out = s.file("m.gguf");
-  CliRun r = cli(fmt::format("--arch qwen3 --preset tiny --seed 5 -o '{}'", out), s);
-  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.err;
+  auto r = cli({"--arch", "qwen3", "--preset", "tiny", "--seed", "5", "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("MB/s"));
   EXPECT_TRUE(fs::exists(out));
 
-  r = cli(fmt::format("--arch qwen3 -o '{}'", out), s);  // exists, no --force
-  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1);
+  r = cli({"--arch", "qwen3", "-o", out});  // exists, no --force
+  EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("file exists"));
 
   const std::string other = s.file("n.gguf");
-  r = cli(fmt::format("--arch llama --heads 6 --kv-heads 4 -o '{}'", other), s);
-  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1);
+  r = cli({"--arch", "llama", "--heads", "6", "--kv-heads", "4", "-o", other});
+  EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("error: --heads 6 is not a multiple of --kv-heads 4"));
-  r = cli(fmt::format("--arch gpt-oss --vocab 100 --vocab-from '{}' -o '{}'", out, other), s);
+  r = cli({"--arch", "gpt-oss", "--vocab", "100", "--vocab-from", out, "-o", other});
   EXPECT_THAT(r.err, HasSubstr("--vocab and --vocab-from conflict"));
-  r = cli(fmt::format("--arch gpt-oss --dense-type Q7 -o '{}'", other), s);
+  r = cli({"--arch", "gpt-oss", "--dense-type", "Q7", "-o", other});
   EXPECT_THAT(r.err, HasSubstr("--dense-type Q7: unknown weight type"));
   EXPECT_FALSE(fs::exists(other));
 }
 
 TEST(Cli, InterruptLeavesNoFileBehind) {
-  test::Scratch s;
+  ::ts::test::ScratchDir s;
   const std::string out = s.file("big.gguf");
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::freopen("/dev/null", "w", stderr);
-    ::execl(TS_BINARY, TS_BINARY, "synth", "--arch", "gpt-oss", "--preset", "mini", "-t", "1", "-o", out.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  ::ts::test::Child child({TS_BINARY, "synth", "--arch", "gpt-oss", "--preset", "mini", "-t", "1", "-o", out});
   // Wait until the write is under way, then interrupt it.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!fs::exists(out + ".partial") && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_TRUE(fs::exists(out + ".partial"));
-  ::kill(pid, SIGINT);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status)) << "died from a signal instead of cleaning up";
-  EXPECT_EQ(WEXITSTATUS(status), 1);
+  ::kill(child.pid(), SIGINT);
+  const ::ts::test::ProcessResult r = child.wait();
+  EXPECT_TRUE(r.exited) << "died from a signal instead of cleaning up: " << r.describe();
+  EXPECT_EQ(r.code, 1);
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out + ".partial"));
 }

@@ -1,4 +1,4 @@
-// Scratch directories and one-call synthesis for the synth tests.
+// One-call synthesis for the synth tests.
 #include "synth/synth_test_util.h"
 
 #include <unistd.h>
@@ -9,17 +9,6 @@
 #include <stdexcept>
 
 namespace ts::synth::test {
-
-Scratch::Scratch() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "ts_synth_test_XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-  dir_ = tmpl;
-}
-
-Scratch::~Scratch() {
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
-}
 
 SynthResult write_model(const SynthConfig& config, const std::string& path, int threads) {
   ThreadPool pool(threads);

@@ -86,7 +86,7 @@ class TinyPreset : public ::testing::TestWithParam<std::string> {
     test::write_model(preset_config(GetParam(), "tiny"), path_);
     g_ = GgufFile::open(path_);
   }
-  test::Scratch scratch_;
+  ::ts::test::ScratchDir scratch_;
   std::string path_;
   std::unique_ptr<GgufFile> g_;
 };
@@ -149,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(Synth, TinyPreset, ::testing::Values("llama", "mixtral"
                          [](const auto& info) { return info.param == "gpt-oss" ? std::string("gpt_oss") : info.param; });
 
 TEST(GptOss, YarnRopeAndSlidingWindowKeys) {
-  test::Scratch s;
+  ::ts::test::ScratchDir s;
   const std::string path = s.file("g.gguf");
   test::write_model(preset_config("gpt-oss", "tiny"), path);
   auto g = GgufFile::open(path);
@@ -167,7 +167,7 @@ TEST(GptOss, YarnRopeAndSlidingWindowKeys) {
 }
 
 TEST(VocabFrom, CopiesTheTokenizerAndFollowsItsSize) {
-  test::Scratch s;
+  ::ts::test::ScratchDir s;
   const std::string vocab_path = std::string(TS_TEST_DATA) + "/tokenizers/ggml-vocab-gpt-2.gguf";
   auto vocab = GgufFile::open(vocab_path);
   const size_t n_tokens = vocab->get_string_array("tokenizer.ggml.tokens").size();

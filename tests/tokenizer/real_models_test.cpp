@@ -1,6 +1,6 @@
 // Real model vocabularies against llama.cpp's results (tests/data/real/*.json): prompts encoded with
-// the model's BOS rule and specials not parsed, and the detokenized greedy continuations. Skipped
-// when the model file is not in $TURBOSPARK_MODEL_DIR or ~/.cache/turbospark/models.
+// the model's BOS rule and specials not parsed, and the detokenized greedy continuations. The models
+// come from the cache (`turbospark fetch`); see support/real_models.h for when a missing one fails.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "gguf/gguf.h"
+#include "support/real_models.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer_test_util.h"
@@ -20,9 +21,9 @@ class RealModel : public ::testing::TestWithParam<const char*> {};
 TEST_P(RealModel, MatchesLlamaCpp) {
   const auto ref = nlohmann::json::parse(test::read_file(std::string(TS_TEST_DATA) + "/real/" + GetParam() + ".json"));
   const std::string file = ref.at("model").get<std::string>();
-  const auto path = test::find_model(file);
-  if (!path) GTEST_SKIP() << file << " not found";
-  const auto gguf = GgufFile::open(*path);
+  const std::string path = cached_model_path(file);
+  TS_REQUIRE_REAL_MODEL(path);
+  const auto gguf = GgufFile::open(path);
   const auto tok = Tokenizer::from_gguf(*gguf);
   ASSERT_NE(tok, nullptr);
   size_t n = 0;
@@ -47,9 +48,9 @@ INSTANTIATE_TEST_SUITE_P(Models, RealModel, ::testing::Values("smollm2-135m-inst
                          });
 
 TEST(RealModelChat, SmolLM2ChatTokens) {
-  const auto path = test::find_model("SmolLM2-135M-Instruct.Q4_1.gguf");
-  if (!path) GTEST_SKIP() << "SmolLM2-135M-Instruct.Q4_1.gguf not found";
-  const auto gguf = GgufFile::open(*path);
+  const std::string path = cached_model_path(known_model("smollm2-135m-instruct").file);
+  TS_REQUIRE_REAL_MODEL(path);
+  const auto gguf = GgufFile::open(path);
   const auto tok = Tokenizer::from_gguf(*gguf);
   const int32_t start = tok->find_token("<|im_start|>").value(), end = tok->find_token("<|im_end|>").value();
   const auto ids = tok->encode("<|im_start|>user\nHi<|im_end|>\n", true, true);
@@ -62,9 +63,9 @@ TEST(RealModelChat, SmolLM2ChatTokens) {
 }
 
 TEST(RealModelChat, GemmaEndOfTurn) {
-  const auto path = test::find_model("gemma-3-270m-q4_k_m.gguf");
-  if (!path) GTEST_SKIP() << "gemma-3-270m-q4_k_m.gguf not found";
-  const auto gguf = GgufFile::open(*path);
+  const std::string path = cached_model_path(known_model("gemma-3-270m").file);
+  TS_REQUIRE_REAL_MODEL(path);
+  const auto gguf = GgufFile::open(path);
   const auto tok = Tokenizer::from_gguf(*gguf);
   const int32_t eot = tok->find_token("<end_of_turn>").value();
   EXPECT_TRUE(tok->is_eog(eot));

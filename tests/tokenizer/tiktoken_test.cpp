@@ -3,12 +3,19 @@
 // that still decodes to whole characters. Also load time and throughput bounds.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <fstream>
+#include <future>
 #include <iostream>
 
+#include "support/scratch_dir.h"
 #include "tokenizer/tokenizer.h"
-#include "util/error.h"
 #include "tokenizer/utf8.h"
+#include "util/error.h"
 #include "tokenizer_test_util.h"
 
 namespace ts {
@@ -78,6 +85,42 @@ TEST(Tiktoken, RejectsUnknownEncodingAndBadFiles) {
   EXPECT_THROW(Tokenizer::from_tiktoken(test::tokenizer_data("o200k_base_encodings.csv"), "o200k_base", {}), Error);
   // A special token may not take a ranked token's id.
   EXPECT_THROW(Tokenizer::from_tiktoken(test::tokenizer_data("cl100k_base.tiktoken"), "cl100k_base", {{"<|x|>", 5}}), Error);
+}
+
+// Not a regular file: refused at once. The loader used to open a FIFO for reading and block until a
+// writer came; if it still does, the test opens the FIFO for writing itself to let it go, and fails.
+TEST(Tiktoken, FifoIsRefusedWithoutBlocking) {
+  test::ScratchDir dir;
+  const std::string fifo = dir.file("ranks.tiktoken");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto load = std::async(std::launch::async, [&] {
+    try {
+      Tokenizer::from_tiktoken(fifo, "o200k_base", {});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  });
+  if (load.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+    FAIL() << "the loader blocked on a FIFO";
+  }
+  EXPECT_NE(load.get().find("is a FIFO"), std::string::npos);
+}
+
+// A rank far beyond what the file could list would size the vocabulary (one entry per id) from a
+// number instead of from the file: refused.
+TEST(Tiktoken, RankBeyondTheFileIsRefused) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("ranks.tiktoken");
+  std::ofstream(path) << "QQ== 0\nQg== 16000000\n";
+  try {
+    Tokenizer::from_tiktoken(path, "o200k_base", {});
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 16000000 is out of range"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

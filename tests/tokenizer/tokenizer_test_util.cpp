@@ -1,7 +1,5 @@
 #include "tokenizer_test_util.h"
 
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -74,16 +72,6 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
 
 std::vector<int32_t> parse_id_list(const std::string& json_array) {
   return nlohmann::json::parse(json_array).get<std::vector<int32_t>>();
-}
-
-std::optional<std::string> find_model(const std::string& file_name) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> dirs;
-  if (const char* d = std::getenv("TURBOSPARK_MODEL_DIR")) dirs.emplace_back(d);
-  if (const char* h = std::getenv("HOME")) dirs.emplace_back(fs::path(h) / ".cache/turbospark/models");
-  for (const auto& d : dirs)
-    if (fs::exists(d / file_name)) return (d / file_name).string();
-  return std::nullopt;
 }
 
 }  // namespace ts::test

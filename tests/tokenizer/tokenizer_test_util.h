@@ -1,8 +1,6 @@
-// Helpers for the tokenizer tests: fixture readers (llama.cpp's .inp/.out vocabulary tests, CSV),
-// and where optional real model files are found.
+// Helpers for the tokenizer tests: fixture readers (llama.cpp's .inp/.out vocabulary tests, CSV).
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +20,5 @@ std::vector<VocabCase> read_vocab_cases(const std::string& inp_path, const std::
 // RFC 4180 CSV (quoted fields may hold commas, quotes and newlines); first row is the header.
 std::vector<std::vector<std::string>> read_csv(const std::string& path);
 std::vector<int32_t> parse_id_list(const std::string& json_array);
-
-// A model file in $TURBOSPARK_MODEL_DIR or ~/.cache/turbospark/models, if present.
-std::optional<std::string> find_model(const std::string& file_name);
 
 }  // namespace ts::test

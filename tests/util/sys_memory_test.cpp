@@ -13,7 +13,9 @@ TEST(SysMemory, ReadsMeminfoAndRss) {
   EXPECT_GT(m.mem_available, 0u);
   EXPECT_LE(m.mem_available, m.mem_total);
   EXPECT_LE(m.budget(0), m.mem_available);
-  if (m.cgroup_limit) EXPECT_LE(m.budget(uint64_t{1} << 62), m.cgroup_limit);
+  if (m.cgroup_limit) {
+    EXPECT_LE(m.budget(uint64_t{1} << 62), m.cgroup_limit);
+  }
 }
 
 TEST(SysMemory, RssGrowsWithTouchedMemory) {

@@ -11,9 +11,10 @@ namespace {
 // layer is global.
 bool local_layer(const HParams&, int64_t layer) { return layer % 6 < 5; }
 
-// Local layers rotate with base 10000; the global ones use rope.freq_base (1e6). Using the global
-// base everywhere blurs short-range positions on the local layers.
-double rope_base(const HParams& h, int64_t layer) { return local_layer(h, layer) ? 10000.0 : h.rope_base; }
+// Local layers rotate with rope.freq_base_swa (10000 when absent, as in llama.cpp); the global ones
+// use rope.freq_base (1e6). Using the global base everywhere blurs short-range positions on the
+// local layers.
+double rope_base(const HParams& h, int64_t layer) { return local_layer(h, layer) ? h.rope_base_swa : h.rope_base; }
 
 // rope.scaling (linear, factor 8 on Gemma 3 4B and larger) stretches the global layers only: the
 // local layers never see more than the window, so they keep their trained rotation.

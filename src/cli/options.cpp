@@ -27,8 +27,10 @@ void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->group(g);
   sub->add_option("--expert-policy", o.policy, "streamed: eviction policy")->check(CLI::IsMember({"lfu", "lru"}))->group(g)->capture_default_str();
   sub->add_flag("--direct-io", o.direct_io, "read experts with O_DIRECT (bypassing the page cache)")->group(g);
-  sub->add_option("--expert-prefetch", o.prefetch, "streamed: read the next layer's predicted experts ahead")
-      ->check(CLI::IsMember({"on", "off"}))->group(g)->capture_default_str();
+  sub->add_option("--expert-prefetch", o.prefetch,
+                  "streamed: read the next layer's predicted experts ahead (auto: when the cache holds at most half "
+                  "of each layer's experts)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))->group(g)->capture_default_str();
   sub->add_option("--expert-readers", o.reader_threads, "expert reader threads (default 4)")->check(CLI::Range(1, 64))->group(g);
   sub->add_option("--expert-read-chunk-kb", o.read_chunk_kb, "bytes per expert read, in KiB (a multiple of 4; default 1024)")
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 20))->group(g);
@@ -62,7 +64,7 @@ LoadOptions load_options(const ModelOptions& o, int64_t logit_rows) {
   r.cache_slots = static_cast<int32_t>(o.cache_slots);
   r.memory_budget = static_cast<uint64_t>(o.memory_budget_mb) << 20;
   r.policy = o.policy == "lru" ? EvictionPolicy::LRU : EvictionPolicy::LFU;
-  r.prefetch = o.prefetch == "on";
+  r.prefetch = o.prefetch == "on" ? PrefetchMode::On : o.prefetch == "off" ? PrefetchMode::Off : PrefetchMode::Auto;
   r.read.direct_io = o.direct_io;
   if (o.reader_threads) r.read.threads = o.reader_threads;
   if (o.read_chunk_kb) {

@@ -17,7 +17,7 @@ struct ModelOptions {
   int64_t cache_mb = 0, cache_slots = 0, memory_budget_mb = 0;
   std::string policy = "lfu";
   bool direct_io = false;
-  std::string prefetch = "off";
+  std::string prefetch = "auto";
   int reader_threads = 0;
   int64_t read_chunk_kb = 0;
   // Instrumentation.

@@ -20,9 +20,10 @@ ResidencyChoice streamed(int32_t slots, const ExpertSource& src, const Residency
   c.mode = ResidencyMode::Streamed;
   c.slots_per_layer = std::min(slots, src.n_expert());
   c.expert_memory = slot_row_bytes(src, o.read.direct_io) * static_cast<uint64_t>(c.slots_per_layer);
-  c.summary = fmt::format("experts streamed: {} of {} slots per layer ({} of cache, {}{}), {}", c.slots_per_layer,
+  c.prefetch = o.prefetch == PrefetchMode::On || (o.prefetch == PrefetchMode::Auto && 2 * c.slots_per_layer <= src.n_expert());
+  c.summary = fmt::format("experts streamed: {} of {} slots per layer ({} of cache, {}{}{}), {}", c.slots_per_layer,
                           src.n_expert(), format_bytes(c.expert_memory), o.policy == EvictionPolicy::LFU ? "LFU" : "LRU",
-                          o.read.direct_io ? ", O_DIRECT" : "", why);
+                          o.read.direct_io ? ", O_DIRECT" : "", c.prefetch ? ", prefetch" : "", why);
   return c;
 }
 
@@ -94,7 +95,7 @@ std::unique_ptr<ExpertStore> make_expert_store(const ResidencyChoice& c, const R
       StreamOptions so;
       so.slots_per_layer = c.slots_per_layer;
       so.policy = o.policy;
-      so.prefetch = o.prefetch;
+      so.prefetch = c.prefetch;
       so.read = o.read;
       return make_streamed_experts(std::move(src), be, so);
     }

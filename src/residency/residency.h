@@ -13,6 +13,10 @@
 namespace ts {
 
 enum class ResidencyMode { Auto, Resident, Mapped, Streamed };
+// One-layer-ahead prefetch (streamed only). Auto turns it on where docs/RESIDENCY.md measured it to
+// win: a cache of at most half of each layer's experts, where misses are frequent enough that
+// reading the next layer's predicted experts during this layer's compute pays for the wrong guesses.
+enum class PrefetchMode { Auto, On, Off };
 const char* residency_mode_name(ResidencyMode m);
 
 struct ResidencyOptions {
@@ -21,7 +25,7 @@ struct ResidencyOptions {
   int32_t cache_slots = 0;         // streamed: slots per layer (--expert-cache-slots); 0: unset
   uint64_t memory_budget = 0;      // --memory-budget-mb; 0: the cgroup limit and MemAvailable
   EvictionPolicy policy = EvictionPolicy::LFU;
-  bool prefetch = false;           // one-layer-ahead prefetch (streamed only)
+  PrefetchMode prefetch = PrefetchMode::Auto;
   ReadOptions read;
 };
 
@@ -36,6 +40,7 @@ struct ResidencyChoice {
   ResidencyMode mode = ResidencyMode::Mapped;
   int32_t slots_per_layer = 0;  // streamed only
   uint64_t expert_memory = 0;   // bytes of backend memory the store holds (resident or slots)
+  bool prefetch = false;        // streamed only: one-layer-ahead prefetch, `auto` resolved
   std::string summary;          // one line for the user: mode, cache, and why
 };
 

@@ -39,12 +39,13 @@ TEST_P(ByteIdentity, EveryResidencyModeAndCacheSizeGivesTheSameLogits) {
       {"--expert-residency", "resident", "--direct-io"},
       {"--expert-residency", "auto"},
       {"--expert-residency", "streamed", "--expert-cache-slots", "1"},
+      {"--expert-residency", "streamed", "--expert-cache-slots", "1", "--expert-prefetch", "off"},
       {"--expert-residency", "streamed", "--expert-cache-slots", kk},
       {"--expert-residency", "streamed", "--expert-cache-slots", half, "--expert-policy", "lru"},
       {"--expert-residency", "streamed", "--expert-cache-slots", all},
       {"--expert-residency", "streamed", "--expert-cache-slots", "2", "--direct-io", "--expert-read-chunk-kb", "4"},
       {"--expert-residency", "streamed", "--expert-cache-slots", kk, "--expert-policy", "lru", "--direct-io"},
-      {"--expert-residency", "streamed", "--expert-cache-slots", "2", "--expert-prefetch", "on"},
+      {"--expert-residency", "streamed", "--expert-cache-slots", all, "--expert-prefetch", "on"},
       {"--expert-residency", "streamed", "--expert-cache-mb", "1"},
   };
   const std::vector<float> want = logits(GetParam().gguf(), {"--expert-residency", "mapped"}, false);

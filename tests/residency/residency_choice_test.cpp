@@ -66,6 +66,27 @@ TEST(ResidencyChoice, StreamedSizesFromSlotsOrMegabytesOrTheBudget) {
   EXPECT_THROW(choose_residency(o, source(), needs(0)), Error);
 }
 
+// Prefetch `auto` is on only for a cache of at most half of each layer's experts (the regime where
+// docs/RESIDENCY.md measured it to win); `on` and `off` are kept; nothing but a streamed store
+// prefetches.
+TEST(ResidencyChoice, AutoPrefetchIsOnForCachesOfAtMostHalfTheExperts) {
+  ResidencyOptions o;
+  o.mode = ResidencyMode::Streamed;
+  o.cache_slots = 4;
+  const ResidencyChoice half = choose_residency(o, source(), needs(0));
+  EXPECT_TRUE(half.prefetch);
+  EXPECT_THAT(half.summary, HasSubstr(", prefetch)"));
+  o.cache_slots = 5;
+  EXPECT_FALSE(choose_residency(o, source(), needs(0)).prefetch);
+  o.prefetch = PrefetchMode::On;
+  EXPECT_TRUE(choose_residency(o, source(), needs(0)).prefetch);
+  o.cache_slots = 2;
+  o.prefetch = PrefetchMode::Off;
+  EXPECT_FALSE(choose_residency(o, source(), needs(0)).prefetch);
+  o = ResidencyOptions{};
+  EXPECT_FALSE(choose_residency(o, source(), needs(150000 + kAll)).prefetch) << "resident";
+}
+
 TEST(ResidencyChoice, ExplicitModesAreKept) {
   ResidencyOptions o;
   o.mode = ResidencyMode::Mapped;

@@ -1,4 +1,5 @@
-// Single-threaded matvec/matmul throughput per weight format and kernel table. Decode is memory
+// Single-threaded matvec/matmul throughput per weight format and kernel table ("x16": int16
+// activations, the default path; otherwise the int8 ones). Decode is memory
 // bound, so matvec reports weight bytes streamed per second; the weight set (about 4x the 105 MiB
 // L3 of the development machine) is cycled through so every call reads from DRAM. Matmul (prefill)
 // reports the same bytes per call but does n_tok tokens of work on them. Dequant and DecodedMatvec
@@ -7,6 +8,8 @@
 #include <benchmark/benchmark.h>
 
 #include <map>
+#include <string>
+#include <tuple>
 #include <random>
 #include <vector>
 
@@ -26,9 +29,9 @@ struct Setup {
   size_t xq_stride;
 };
 
-const Setup& setup(GgmlType t, int64_t n_tok) {
-  static std::map<std::pair<GgmlType, int64_t>, Setup> cache;
-  auto [it, fresh] = cache.try_emplace({t, n_tok});
+const Setup& setup(GgmlType t, int64_t n_tok, bool act16 = false) {
+  static std::map<std::tuple<GgmlType, int64_t, bool>, Setup> cache;
+  auto [it, fresh] = cache.try_emplace({t, n_tok, act16});
   Setup& s = it->second;
   if (!fresh) return s;
   std::mt19937 rng(1);
@@ -44,19 +47,22 @@ const Setup& setup(GgmlType t, int64_t n_tok) {
   }
   for (size_t c = 1; c < copies; ++c)
     std::copy_n(s.weights.begin(), s.matrix_bytes, s.weights.begin() + static_cast<long>(c * s.matrix_bytes));
-  s.xq_stride = activation_bytes(t, kK);
+  s.xq_stride = act16 ? act16_bytes(kK) : activation_bytes(t, kK);
   s.xq.resize(s.xq_stride * n_tok);
   for (int64_t i = 0; i < n_tok; ++i) {
     for (float& v : row) v = g(rng);
-    quantize_activation(t, row.data(), s.xq.data() + i * s.xq_stride, kK);
+    if (act16) quantize_act16(row.data(), s.xq.data() + i * s.xq_stride, kK);
+    else quantize_activation(t, row.data(), s.xq.data() + i * s.xq_stride, kK);
   }
   return s;
 }
 
-void run(benchmark::State& state, GgmlType t, Isa isa, int64_t n_tok) {
+// act16: the int16-activation kernels (the default path) instead of the int8 ones.
+void run(benchmark::State& state, GgmlType t, Isa isa, int64_t n_tok, bool act16) {
   if (!isa_supported(isa)) return state.SkipWithError("ISA not supported here");
-  const MatmulFn f = kernels_for(isa).matmul[type_index(t)];
-  const Setup& s = setup(t, n_tok);
+  const MatmulFn f = act16 ? kernels_for(isa).matmul16[type_index(t)] : kernels_for(isa).matmul[type_index(t)];
+  if (!f) return state.SkipWithError("no kernel");
+  const Setup& s = setup(t, n_tok, act16);
   std::vector<float> Y(static_cast<size_t>(kRows * n_tok));
   const size_t copies = s.weights.size() / s.matrix_bytes;
   size_t c = 0;
@@ -113,10 +119,11 @@ const bool registered = [] {
                      GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::F16, GgmlType::BF16})
     for (Isa isa : kAllIsas) {
       const std::string suffix = std::string(type_name(t)) + "/" + isa_name(isa);
-      for (int64_t n_tok : {1, 64}) {
-        const std::string name = (n_tok == 1 ? "Matvec/" : "Matmul64/") + suffix;
-        benchmark::RegisterBenchmark(name.c_str(), run, t, isa, n_tok)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
-      }
+      for (bool act16 : {false, true})
+        for (int64_t n_tok : {1, 4, 64}) {
+          const std::string name = (n_tok == 1 ? "Matvec" : "Matmul" + std::to_string(n_tok)) + (act16 ? "x16/" : "/") + suffix;
+          benchmark::RegisterBenchmark(name.c_str(), run, t, isa, n_tok, act16)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+        }
       for (bool multiply : {false, true}) {
         const std::string name = (multiply ? "DecodedMatvec/" : "Dequant/") + suffix;
         benchmark::RegisterBenchmark(name.c_str(), run_decoded, t, isa, multiply)

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "quant/types.h"
@@ -54,6 +56,19 @@ struct AttentionParams {
   const float* sinks = nullptr;       // per q-head logit added to the softmax denominator only
 };
 
+// One product of a shared input: y = x W^T.
+struct MatmulOut {
+  const Mat* w = nullptr;
+  Act y;
+};
+
+// An RMS norm applied to an operation's input as it is read (x / rms(x) * w over each whole row),
+// so the normalised rows never make a round trip through memory. w null: no norm.
+struct InputNorm {
+  const float* w = nullptr;
+  float eps = 0;
+};
+
 // One residual-stream edit (steering), applied to every row x of an activation. With d the
 // direction, d^ = d / |d| and c = d^ . x for the row:
 //   Add:    x += alpha * d                      (llama.cpp's control vectors)
@@ -73,6 +88,18 @@ enum class Activation {
   SwiGLU,          // silu(gate) * up
   GeluTanhGLU,     // gelu_tanh(gate) * up (gemma)
   ClampedSwiGLU,   // gpt-oss: g = min(g, 7), u = clamp(u, -7, 7), g * sigmoid(1.702 g) * (u + 1)
+};
+
+// A gated feed-forward block (a dense FFN or one routed expert):
+// out = act(x Wg^T + bg, x Wu^T + bu) Wd^T + bd, biases optional.
+struct FfnWeights {
+  const Mat* gate = nullptr;
+  const Mat* up = nullptr;
+  const Mat* down = nullptr;
+  const float* gate_bias = nullptr;
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
+  Activation act = Activation::SwiGLU;
 };
 
 // A sequence's key/value cache, owned by the backend (which picks its element type and layout):
@@ -141,6 +168,12 @@ class Backend {
   virtual void embed(const Mat& table, Act out) = 0;                                   // rows of the step's ids
   virtual void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) = 0;  // per `group` elements
   virtual void matmul(const Mat& w, Act x, Act y) = 0;                                 // y = x W^T
+  // Several products of one input (q, k, v): the input is normalised (if asked) and prepared
+  // (quantized) once, and the rows of all the matrices are shared among the threads in one pass.
+  virtual void matmul_shared(Act x, std::span<const MatmulOut> outs, const InputNorm& norm = {}) = 0;
+  // The whole gated FFN: the activation is applied as gate and up rows are produced (and, on the
+  // CPU, quantized for the down projection there), so the intermediate never makes a separate pass.
+  virtual void ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm = {}) = 0;
   virtual void add_bias(Act y, const float* b) = 0;
   virtual void add(Act dst, Act src) = 0;                                              // dst += src
   virtual void scale(Act x, float s) = 0;                                              // x *= s
@@ -165,8 +198,21 @@ class Backend {
   virtual void to_host(Act a, float* dst) = 0;
 };
 
-// quantize_activations: multiply quantized weights with int8-quantized activations (llama.cpp's
-// way: fastest, adds a second rounding) instead of exact f32 activations (the default).
-std::unique_ptr<Backend> make_cpu_backend(int n_threads, bool quantize_activations = false);
+// How the CPU backend multiplies quantized weights with activations (docs/ARCHITECTURE.md, "Matmul
+// precision"). Every mode gives the same bytes for any thread count and batch size.
+enum class Precision {
+  Int16,  // default: activations rounded to int16 per block of 32 (1/65534 of the block maximum), exact
+          // integer dots: far closer to exact than llama.cpp, as fast as its int8 scheme
+  Exact,  // weights decoded to f32 times exact f32 activations: only the weights' own rounding is left
+  Int8,   // llama.cpp's scheme: activations rounded to int8 per block, integer dots
+};
+// "int16", "exact" or "int8"; anything else is a ts::Error.
+Precision parse_precision(const std::string& name);
+// The element type of the CPU backend's KV caches: f32, or f16 (half the memory and the bytes read
+// per decode step at depth; each K and V value rounded once). The exact precision needs f32.
+enum class KvType { F32, F16 };
+KvType parse_kv_type(const std::string& name);  // "f32" or "f16"
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, Precision precision = Precision::Int16,
+                                          KvType kv_type = KvType::F32);
 
 }  // namespace ts

@@ -31,7 +31,8 @@ void run_logits(const LogitsOptions& o) {
   // silently larger cache.
   if (n > o.model.ctx)
     fail("'{}' holds {} tokens but the context is {} (--ctx): raise --ctx to at least {}", o.tokens, n, o.model.ctx, n);
-  auto be = make_cpu_backend(resolve_threads(o.model.threads));
+  auto be = make_cpu_backend(resolve_threads(o.model.threads), parse_precision(o.model.precision),
+                             parse_kv_type(o.model.kv_type));
   ForwardOptions fo;
   fo.max_batch = o.sequential ? 1 : std::min<int64_t>(o.model.batch, n);
   // The cache needs only the n positions teacher-forced here (the logits do not depend on its size);
@@ -82,7 +83,7 @@ void add_logits_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   sub->add_option("--expert-order", o->expert_order, "order in which routed experts are asked for: router rank (default) or expert index (a testing aid: the output must not change)")
       ->check(CLI::IsMember({"router", "ascending", "descending"}));
-  add_steering_options(sub, o->steer, true);
+  add_steering_options(sub, o->steer, CaptureOptions::EveryPosition);
   sub->callback([o] { run_logits(*o); });
 }
 

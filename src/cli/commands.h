@@ -13,6 +13,8 @@ void add_synth_command(CLI::App& app);
 void add_pack_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_router_replay_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 void add_fetch_command(CLI::App& app);
 
 }  // namespace ts::cli

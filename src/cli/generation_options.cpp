@@ -24,12 +24,13 @@ void add_generation_options(CLI::App* sub, GenerationOptions& o) {
   sub->add_option("--system", o.system, "system prompt");
   sub->add_option("--reasoning-effort", o.reasoning_effort, "Harmony (gpt-oss) reasoning effort")->check(CLI::IsMember({"low", "medium", "high"}));
   sub->add_flag("--show-reasoning", o.show_reasoning, "Harmony: print the analysis channel to stderr");
-  add_steering_options(sub, o.steer, false);
+  add_steering_options(sub, o.steer, CaptureOptions::LastToken);
 }
 
 LoadedModel load_for_generation(const GenerationOptions& o) {
   LoadedModel m;
-  m.backend = make_cpu_backend(resolve_threads(o.model.threads));
+  m.backend = make_cpu_backend(resolve_threads(o.model.threads), parse_precision(o.model.precision),
+                             parse_kv_type(o.model.kv_type));
   m.model = Model::load(resolve_model(o.model), *m.backend, load_options(o.model, 1));
   m.tokenizer = Tokenizer::from_gguf(m.model->gguf());
   if (!m.tokenizer)

@@ -25,6 +25,8 @@ int run(int argc, char** argv) {
   ts::cli::add_pack_command(app);
   ts::cli::add_verify_command(app);
   ts::cli::add_router_replay_command(app);
+  ts::cli::add_bench_command(app);
+  ts::cli::add_serve_command(app);
   ts::cli::add_fetch_command(app);
   int code = 0;
   try {

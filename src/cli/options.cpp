@@ -40,6 +40,11 @@ void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
   sub->add_option("--phases-json", o.phases_json, "write the same figures as JSON to this file")->group(ig);
   sub->add_option("--router-hist", o.router_hist, "write how often each expert was selected, per layer, as JSON")->group(ig);
   sub->add_flag("--router-trace", o.router_trace, "with --router-hist: also the selected experts of every token")->group(ig);
+  sub->add_option("--precision", o.precision,
+                  "matmul activations: int16 (default), exact (f32: the reference path) or int8 (llama.cpp's scheme)")
+      ->check(CLI::IsMember({"int16", "exact", "int8"}));
+  sub->add_option("--kv-type", o.kv_type, "KV cache element type: f32 (default) or f16 (half the memory; not with --precision exact)")
+      ->check(CLI::IsMember({"f32", "f16"}));
 }
 
 int resolve_threads(int requested) {

@@ -24,6 +24,8 @@ struct ModelOptions {
   bool phases = false;
   std::string phases_json, router_hist;
   bool router_trace = false;
+  std::string precision = "int16";
+  std::string kv_type = "f32";
 };
 
 void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required);

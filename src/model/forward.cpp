@@ -52,16 +52,12 @@ Forward::Forward(const Model& m, Backend& be, const ForwardOptions& opt) : m_(m)
     const Family& f = m.family();
     moe_ = std::make_unique<MoeLayer>(be, MoeShape{h.n_embd, h.n_ff_expert, h.n_expert, h.n_expert_used, f.router, f.expert_activation}, B);
     moe_routing_.resize(h.n_layer);
-  } else {
-    gate_ = be.alloc(B, h.n_ff);
-    up_ = be.alloc(B, h.n_ff);
-    ffn_act_ = be.alloc(B, h.n_ff);
   }
   for (int64_t l = 0; l < h.n_layer; ++l) rope_.push_back(rope_for_layer(m, l));
 }
 
 Forward::~Forward() {
-  for (Act* a : {&x_, &h_, &q_, &k_, &v_, &att_, &o_, &gate_, &up_, &ffn_act_, &ffn_out_, &head_in_, &logits_})
+  for (Act* a : {&x_, &h_, &q_, &k_, &v_, &att_, &o_, &ffn_out_, &head_in_, &logits_})
     if (a->data) be_.release(*a);
 }
 
@@ -71,11 +67,9 @@ void Forward::attention_block(int64_t l, Act x) {
   const Family& f = m_.family();
   const LayerWeights& w = m_.layer(l);
   const int64_t n = x.n;
-  Act h = h_.first(n), q = q_.first(n), k = k_.first(n), v = v_.first(n), att = att_.first(n), o = o_.first(n);
-  be_.rms_norm(x, w.attn_norm, hp.norm_eps, hp.n_embd, h);
-  be_.matmul(w.q, h, q);
-  be_.matmul(w.k, h, k);
-  be_.matmul(w.v, h, v);
+  Act q = q_.first(n), k = k_.first(n), v = v_.first(n), att = att_.first(n), o = o_.first(n);
+  const MatmulOut qkv[] = {{&w.q, q}, {&w.k, k}, {&w.v, v}};
+  be_.matmul_shared(x, qkv, InputNorm{w.attn_norm, hp.norm_eps});
   if (w.q_bias) {
     be_.add_bias(q, w.q_bias);
     be_.add_bias(k, w.k_bias);
@@ -105,19 +99,21 @@ void Forward::ffn_block(int64_t l, Act x) {
   const HParams& hp = m_.hp();
   const LayerWeights& w = m_.layer(l);
   const int64_t n = x.n;
-  Act h = h_.first(n), y = ffn_out_.first(n);
-  be_.rms_norm(x, w.ffn_norm, hp.norm_eps, hp.n_embd, h);
+  Act y = ffn_out_.first(n);
   if (moe_) {
+    Act h = h_.first(n);
+    be_.rms_norm(x, w.ffn_norm, hp.norm_eps, hp.n_embd, h);
     NextRouter next;  // lets the store read the next layer's likely experts ahead
     if (l + 1 < hp.n_layer && m_.layer(l + 1).router.data) next = {&m_.layer(l + 1).router, m_.layer(l + 1).router_bias, m_.layer(l + 1).ffn_norm, hp.norm_eps};
     moe_->forward(m_.experts(), l, w.router, w.router_bias, h, y, opt_.expert_order, x, next);
     moe_routing_[l] = moe_->last_routing();
   } else {
-    Act g = gate_.first(n), u = up_.first(n), a = ffn_act_.first(n);
-    be_.matmul(w.ffn_gate, h, g);
-    be_.matmul(w.ffn_up, h, u);
-    be_.glu(m_.family().ffn_activation, g, u, a);
-    be_.matmul(w.ffn_down, a, y);
+    FfnWeights fw;
+    fw.gate = &w.ffn_gate;
+    fw.up = &w.ffn_up;
+    fw.down = &w.ffn_down;
+    fw.act = m_.family().ffn_activation;
+    be_.ffn(x, fw, y, InputNorm{w.ffn_norm, hp.norm_eps});
   }
   if (w.post_ffn_norm) be_.rms_norm(y, w.post_ffn_norm, hp.norm_eps, hp.n_embd, y);
   be_.add(x, y);

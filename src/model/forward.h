@@ -73,7 +73,7 @@ class Forward {
   std::vector<Routing> moe_routing_;
   std::vector<RopeParams> rope_;  // per layer
   int64_t head_rows_;             // rows per pass through the output head (bounds the logits buffer)
-  Act x_, h_, q_, k_, v_, att_, o_, gate_, up_, ffn_act_, ffn_out_, head_in_, logits_;
+  Act x_, h_, q_, k_, v_, att_, o_, ffn_out_, head_in_, logits_;
   // The current step as the backend receives it, and where each output row's logits go.
   std::vector<int32_t> ids_, out_rows_;
   std::vector<SeqRows> seq_rows_;

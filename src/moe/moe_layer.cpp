@@ -9,9 +9,6 @@ namespace ts {
 MoeLayer::MoeLayer(Backend& be, const MoeShape& s, int64_t max_tokens) : be_(be), s_(s) {
   logits_ = be.alloc(max_tokens, s.n_expert);
   xe_ = be.alloc(max_tokens, s.n_embd);
-  gate_ = be.alloc(max_tokens, s.n_ff);
-  up_ = be.alloc(max_tokens, s.n_ff);
-  act_ = be.alloc(max_tokens, s.n_ff);
   down_ = be.alloc(max_tokens, s.n_embd);
   slots_ = be.alloc(max_tokens * s.k, s.n_embd);
   predict_x_ = be.alloc(max_tokens, s.n_embd);
@@ -19,7 +16,7 @@ MoeLayer::MoeLayer(Backend& be, const MoeShape& s, int64_t max_tokens) : be_(be)
 }
 
 MoeLayer::~MoeLayer() {
-  for (Act* a : {&logits_, &xe_, &gate_, &up_, &act_, &down_, &slots_, &predict_x_}) be_.release(*a);
+  for (Act* a : {&logits_, &xe_, &down_, &slots_, &predict_x_}) be_.release(*a);
 }
 
 void MoeLayer::route_tokens(const Mat& router, const float* bias, Act x, int64_t layer, Routing& out) {
@@ -44,17 +41,17 @@ void MoeLayer::compute_expert(const ExpertLease& lease, Act x) {
   const int32_t e = lease.expert();
   const ExpertView& w = lease.view();
   const int64_t m = static_cast<int64_t>(tokens_[e].size());
-  Act xe = xe_.first(m), g = gate_.first(m), u = up_.first(m), a = act_.first(m), d = down_.first(m);
+  Act xe = xe_.first(m), d = down_.first(m);
   be_.gather_rows(x, tokens_[e].data(), m, xe);
-  be_.matmul(w.gate, xe, g);
-  be_.matmul(w.up, xe, u);
-  if (w.gate_bias) {
-    be_.add_bias(g, w.gate_bias);
-    be_.add_bias(u, w.up_bias);
-  }
-  be_.glu(s_.activation, g, u, a);
-  be_.matmul(w.down, a, d);
-  if (w.down_bias) be_.add_bias(d, w.down_bias);
+  FfnWeights fw;
+  fw.gate = &w.gate;
+  fw.up = &w.up;
+  fw.down = &w.down;
+  fw.gate_bias = w.gate_bias;
+  fw.up_bias = w.up_bias;
+  fw.down_bias = w.down_bias;
+  fw.act = s_.activation;
+  be_.ffn(xe, fw, d);
   be_.scatter_rows(d, slots_of_[e].data(), m, slots_);
 }
 

@@ -51,7 +51,7 @@ class MoeLayer {
 
   Backend& be_;
   MoeShape s_;
-  Act logits_, xe_, gate_, up_, act_, down_, slots_, predict_x_;
+  Act logits_, xe_, down_, slots_, predict_x_;
   std::vector<float> host_logits_;
   Routing routing_, predicted_;
   std::vector<int32_t> experts_, predicted_experts_;

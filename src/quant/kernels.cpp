@@ -84,6 +84,20 @@ void matmul(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t 
                   n_tok, Y, y_stride);
 }
 
+bool has_act16_kernel(GgmlType w) {
+  return static_cast<size_t>(w) < kMaxType && active_kernels().matmul16[type_index(w)] != nullptr;
+}
+
+void matmul16(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k, const void* xq, size_t xq_stride,
+              int64_t n_tok, float* Y, size_t y_stride) {
+  const TypeInfo& ti = type_info(w);
+  const MatmulFn f = has_act16_kernel(w) ? active_kernels().matmul16[type_index(w)] : nullptr;
+  if (!f) fail("no int16-activation kernel for tensor type {}", ti.name);
+  if (k <= 0 || k % ti.block_elems != 0 || k % 32 != 0)
+    fail("row length {} is not a positive multiple of the {} block size", k, ti.name);
+  f(static_cast<const uint8_t*>(W), row_stride, rows, k, static_cast<const uint8_t*>(xq), xq_stride, n_tok, Y, y_stride);
+}
+
 const char* kernel_isa() { return active_kernels().name; }
 
 }  // namespace ts::quant

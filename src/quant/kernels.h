@@ -36,6 +36,35 @@ void matvec(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t 
 void matmul(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k,
             const void* xq, size_t xq_stride, int64_t n_tok, float* Y, size_t y_stride);
 
+// --- int16 activations: the default path -----------------------------------------------------
+// Activations rounded to int16 per block of 32 values (scale d = amax / 32767, so each value is off
+// by at most d / 2: about 1/65534 of the block's largest value, against 1/254 for int8), multiplied
+// with the weights' integer codes by exact integer dots. Every quantized weight type pairs with this
+// one activation format, so an input shared by several matrices is quantized once.
+//
+// Numeric contract, identical on every kernel table, for any tile shape, thread split or token count
+// (the scalar table is its definition; vector tables match it bit for bit). A weight row is a
+// sequence of groups (32 values; 16 for Q6_K) with integer codes q, a factor D and, for Q4_1, Q5_1,
+// Q4_K and Q5_K, an offset M (value = D * q + M for _1, D * q - M for _K). For output (row, token):
+//   acc = accm = 0
+//   for each group g in order, in activation block b:  S = sum q * xq  (exact in int32)
+//       acc = fma(float(S), D * xd[b], acc);   accm = fma(M, xs[b], accm)   (if the format has M)
+//   y = acc + accm (_1), acc - accm (_K), acc (others)
+// where xd[b] and xs[b] = xd[b] * sum(xq of block b) come with the activation row.
+//
+// Row layout (act16_bytes(n) bytes, n a multiple of 32): int16 q[n], float d[n/32], float s[n/32].
+size_t act16_bytes(int64_t n);
+void quantize_act16(const float* x, void* dst, int64_t n);
+// Block b (values 32b .. 32b + 31, from x32) of an activation row of n values at `row`: for a
+// producer that finishes a row 32 values at a time.
+void quantize_act16_block(const float* x32, void* row, int64_t n, int64_t b);
+// Whether `w` has int16-activation kernels (every quantized type with a dot kernel does; float
+// weights are multiplied with f32 activations instead).
+bool has_act16_kernel(GgmlType w);
+// Y[t * y_stride + r] = row r of W times activation row t, as in matmul() above.
+void matmul16(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k, const void* xq, size_t xq_stride,
+              int64_t n_tok, float* Y, size_t y_stride);
+
 // --- weight quantization (for `turbospark synth` and tests) ------------------------------------
 // n elements (a multiple of the block size) into `dst`. Supported: F32, F16, BF16, Q8_0, Q4_0,
 // Q4_1, Q5_0, Q5_1, MXFP4, Q4_K, Q5_K, Q6_K. Deterministic.

@@ -16,7 +16,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
+#include "quant/act16.h"
 #include "quant/blocks.h"
 #include "quant/kernel_table.h"
 
@@ -507,6 +510,8 @@ void dequant_k(const uint8_t* src, float* dst, int64_t n) {
   }
 }
 
+#include "quant/kernels16_x86.h"
+
 KernelTable build_table(const char* name) {
   KernelTable kt;
   kt.name = name;
@@ -523,6 +528,17 @@ KernelTable build_table(const char* name) {
   set(GgmlType::Q4_K, matmul<FamilyK<FQ4_K>>);
   set(GgmlType::Q5_K, matmul<FamilyK<FQ5_K>>);
   set(GgmlType::Q6_K, matmul<FamilyK<FQ6_K>>);
+  kt.quantize16 = k16::quantize;
+  auto set16 = [&](GgmlType t, MatmulFn f) { kt.matmul16[type_index(t)] = f; };
+  set16(GgmlType::Q4_0, k16::matmul16<k16::Q4_0>);
+  set16(GgmlType::Q4_1, k16::matmul16<k16::Q4_1>);
+  set16(GgmlType::Q5_0, k16::matmul16<k16::Q5_0>);
+  set16(GgmlType::Q5_1, k16::matmul16<k16::Q5_1>);
+  set16(GgmlType::Q8_0, k16::matmul16<k16::Q8_0>);
+  set16(GgmlType::MXFP4, k16::matmul16<k16::Mxfp4>);
+  set16(GgmlType::Q4_K, k16::matmul16<k16::Q4_K>);
+  set16(GgmlType::Q5_K, k16::matmul16<k16::Q5_K>);
+  set16(GgmlType::Q6_K, k16::matmul16<k16::Q6_K>);
   kt.dequant[type_index(GgmlType::F16)] = dequant_half<false>;
   kt.dequant[type_index(GgmlType::BF16)] = dequant_half<true>;
   kt.dequant[type_index(GgmlType::Q4_0)] = dequant32<FQ4_0>;

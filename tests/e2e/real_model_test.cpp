@@ -95,8 +95,10 @@ struct Measures {
   size_t rows = 0;
 };
 
+// On the exact path (--precision exact): the bounds below are the exact path's; the default path is
+// held next to it in tests/model/real_fidelity_test.cpp.
 Measures measure(const RealModel& rm) {
-  auto be = make_cpu_backend(2);
+  auto be = make_cpu_backend(2, Precision::Exact);
   auto model = Model::load(rm.path, *be);
   const int64_t V = model->hp().n_vocab;
   std::vector<std::vector<float>> logits;

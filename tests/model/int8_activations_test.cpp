@@ -29,7 +29,7 @@ constexpr double kMaxMeanKl = 2.5e-3, kMinTop1 = 0.85;  // margins: see the top 
 // Teacher-forces the fixture's tokens in chunks of `batch` and returns every position's logits.
 std::vector<float> api_logits(const Fixture& f, int threads, int64_t batch) {
   const std::vector<int32_t> ids = read_token_file(f.tokens());
-  auto be = make_cpu_backend(threads, /*quantize_activations=*/true);
+  auto be = make_cpu_backend(threads, Precision::Int8);
   auto model = Model::load(f.gguf(), *be);
   const int64_t n = static_cast<int64_t>(ids.size()), V = model->hp().n_vocab;
   KvCache kv(*be, model->hp(), n);

@@ -72,13 +72,15 @@ enum class Path { Prefill, Sequential };
 
 class Parity : public testing::TestWithParam<std::tuple<Fixture, Path>> {};
 
-// The exact bound on every fixture (parity_util.h says why it is this tight), and, where llama.cpp's
-// logits exist, the shared rule relative to llama.cpp too.
+// The exact path (--precision exact) within the exact bound on every fixture (parity_util.h says why
+// it is this tight), and, where llama.cpp's logits exist, the shared rule relative to llama.cpp too.
+// The default path is judged in precision_test.cpp.
 TEST_P(Parity, WithinTheExactBoundOfTheReference) {
   const auto& [f, path] = GetParam();
   test::ScratchDir dir;
   const std::vector<float> ref = test::read_floats(f.ref());
-  const std::vector<std::string> flags = path == Path::Sequential ? std::vector<std::string>{"--sequential"} : std::vector<std::string>{};
+  std::vector<std::string> flags{"--precision", "exact"};
+  if (path == Path::Sequential) flags.push_back("--sequential");
   const test::Distance ours = test::distance(ref, cli_logits(f, flags, dir));
   const bool exact = test::passes_exact(ours);
   std::string vs_llama;

@@ -25,7 +25,7 @@ Distance distance(const std::vector<float>& ref, const std::vector<float>& ours,
 // Quantized: mean KL <= max(1.5 x llama.cpp's, 1e-5) and top-1 >= llama.cpp's - 0.05.
 bool passes(const Fixture& f, const Distance& ours, const Distance& llamacpp);
 
-// The bound the exact path (f32 activations, the default) really meets, on every fixture and both
+// The bound the exact path (--precision exact: f32 activations) really meets, on every fixture and both
 // paths: rel L2 <= 2e-6 and mean KL <= 1e-12. Measured worst: rel 4.6e-7, KL 1.4e-13 (gemma3-q8_0),
 // so the margins are 4x and 7x, enough for another summation order. The shared rule above, and even
 // rel <= 1e-5 with KL <= 1e-9, pass an RMS epsilon of 1e-6 for 1e-5 (llama-dense-f32: rel 6.5e-6,

@@ -5,24 +5,41 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/ops.h"
 #include "quant/kernels.h"
+#include "util/cpu_features.h"
 #include "util/error.h"
 
 namespace ts {
 namespace {
 
-// Rows per matmul task: large enough to amortise dispatch, small enough to balance two cores.
-constexpr int64_t kRowsPerTask = 32;
-// Rows decoded to f32 per task on the exact-activation path: the decoded block stays in L2.
-constexpr int64_t kDecodedRowsPerTask = 16;
+// Elementwise work below this many values runs on the calling thread: waking the pool costs more.
+constexpr int64_t kParallelElems = 16384;
 
 }  // namespace
 
-CpuBackend::CpuBackend(int n_threads, bool quantize_activations)
-    : pool_(n_threads), quantize_activations_(quantize_activations) {}
+CpuBackend::CpuBackend(int n_threads, Precision precision, KvType kv_type)
+    : pool_(n_threads), precision_(precision), kv_type_(kv_type), fast_(precision != Precision::Exact && cpu_features().avx2) {
+  if (kv_type == KvType::F16 && precision == Precision::Exact)
+    fail("--kv-type f16 rounds K and V: the exact precision needs --kv-type f32");
+  if (kv_type == KvType::F16 && !cpu_features().avx2) fail("--kv-type f16 needs a CPU with AVX2 and F16C");
+}
 
-std::unique_ptr<Backend> make_cpu_backend(int n_threads, bool quantize_activations) {
-  return std::make_unique<CpuBackend>(n_threads, quantize_activations);
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, Precision precision, KvType kv_type) {
+  return std::make_unique<CpuBackend>(n_threads, precision, kv_type);
+}
+
+KvType parse_kv_type(const std::string& name) {
+  if (name == "f32") return KvType::F32;
+  if (name == "f16") return KvType::F16;
+  fail("unknown KV cache type '{}' (expected f32 or f16)", name);
+}
+
+Precision parse_precision(const std::string& name) {
+  if (name == "int16") return Precision::Int16;
+  if (name == "exact") return Precision::Exact;
+  if (name == "int8") return Precision::Int8;
+  fail("unknown precision '{}' (expected int16, exact or int8)", name);
 }
 
 Act CpuBackend::alloc(int64_t n, int64_t dim) {
@@ -42,10 +59,11 @@ KvHandle CpuBackend::alloc_kv(int64_t n_layer, int64_t n_ctx, int64_t width) {
   KvSeq seq;
   seq.n_ctx = n_ctx;
   seq.width = width;
-  const size_t n = static_cast<size_t>(n_ctx) * width;
+  // Zeroed: the attention kernels read whole blocks of keys and mask the positions not yet written.
+  const size_t bytes = static_cast<size_t>(n_ctx) * width * kv_elem_bytes();
   for (int64_t l = 0; l < n_layer; ++l) {
-    seq.k.emplace_back(new (std::nothrow) float[n]);
-    seq.v.emplace_back(new (std::nothrow) float[n]);
+    seq.k.emplace_back(new (std::nothrow) uint8_t[bytes]());
+    seq.v.emplace_back(new (std::nothrow) uint8_t[bytes]());
     if (!seq.k.back() || !seq.v.back())
       fail("out of memory allocating a KV cache of {} positions (reduce --ctx)", n_ctx);
   }
@@ -58,7 +76,7 @@ void CpuBackend::free_kv(KvHandle kv) { kv_.erase(kv); }
 
 size_t CpuBackend::kv_bytes() const {
   size_t total = 0;
-  for (const auto& [h, s] : kv_) total += 2 * s.k.size() * static_cast<size_t>(s.n_ctx) * s.width * sizeof(float);
+  for (const auto& [h, s] : kv_) total += 2 * s.k.size() * static_cast<size_t>(s.n_ctx) * s.width * kv_elem_bytes();
   return total;
 }
 
@@ -98,14 +116,26 @@ void CpuBackend::begin_step(const Step& st) {
   rope_.clear();
 }
 
+template <class Fn>
+void CpuBackend::for_rows(int64_t n, int64_t dim, Fn&& fn) {
+  if (n > 1 && n * dim >= kParallelElems) pool_.parallel_for(n, fn);
+  else for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
 void CpuBackend::embed(const Mat& table, Act out) {
-  for (int64_t i = 0; i < out.n; ++i) {
+  for_rows(out.n, out.dim, [&](int64_t i) {
     const auto* row = static_cast<const uint8_t*>(table.data) + static_cast<size_t>(ids_[i]) * table.row_stride;
     quant::dequantize(table.type, row, out.row(i), table.cols);
-  }
+  });
 }
 
 void CpuBackend::rms_norm(Act x, const float* w, float eps, int64_t group, Act out) {
+  if (fast_ && group % 8 == 0) {
+    auto row = [&](int64_t i) { cpu::rms_norm_avx2(x.row(i), w, eps, x.dim, group, out.row(i)); };
+    if (x.n * x.dim >= kParallelElems) pool_.parallel_for(x.n, row);
+    else for (int64_t i = 0; i < x.n; ++i) row(i);
+    return;
+  }
   const int64_t groups = x.dim / group;
   pool_.parallel_for(x.n, [&](int64_t i) {
     const float* src = x.row(i);
@@ -120,51 +150,26 @@ void CpuBackend::rms_norm(Act x, const float* w, float eps, int64_t group, Act o
   });
 }
 
-void CpuBackend::matmul(const Mat& w, Act x, Act y) {
-  const bool float_weights = w.type == GgmlType::F32 || w.type == GgmlType::F16 || w.type == GgmlType::BF16;
-  if (!float_weights && !quantize_activations_) {
-    // Exact activations: decode each weight row to f32 once per call and multiply it with the f32
-    // activations of every token. Costs more arithmetic than int8 dots, but the only error left is
-    // the weights' own quantization (what the format means), not a second rounding of activations.
-    const int64_t tasks = (w.rows + kDecodedRowsPerTask - 1) / kDecodedRowsPerTask;
-    pool_.parallel_for(tasks, [&](int64_t task) {
-      const int64_t r0 = task * kDecodedRowsPerTask, r1 = std::min(w.rows, r0 + kDecodedRowsPerTask);
-      thread_local std::vector<float> rows;
-      rows.resize(static_cast<size_t>(kDecodedRowsPerTask) * w.cols);
-      for (int64_t r = r0; r < r1; ++r)
-        quant::dequantize(w.type, static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_stride,
-                          rows.data() + (r - r0) * w.cols, w.cols);
-      quant::matmul(GgmlType::F32, rows.data(), w.cols * sizeof(float), r1 - r0, w.cols, x.data,
-                    x.dim * sizeof(float), x.n, y.data + r0, y.dim);
-    });
-    return;
-  }
-  const size_t xq_stride = quant::activation_bytes(w.type, w.cols);
-  xq_.resize(xq_stride * x.n);
-  pool_.parallel_for(x.n, [&](int64_t t) { quant::quantize_activation(w.type, x.row(t), xq_.data() + t * xq_stride, w.cols); });
-  const int64_t tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
-  pool_.parallel_for(tasks, [&](int64_t task) {
-    const int64_t r0 = task * kRowsPerTask, r1 = std::min(w.rows, r0 + kRowsPerTask);
-    const auto* W = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_stride;
-    quant::matmul(w.type, W, w.row_stride, r1 - r0, w.cols, xq_.data(), xq_stride, x.n, y.data + r0, y.dim);
+void CpuBackend::add_bias(Act y, const float* b) {
+  for_rows(y.n, y.dim, [&](int64_t i) {
+    float* r = y.row(i);
+    for (int64_t j = 0; j < y.dim; ++j) r[j] += b[j];
   });
 }
 
-void CpuBackend::add_bias(Act y, const float* b) {
-  for (int64_t i = 0; i < y.n; ++i) {
-    float* r = y.row(i);
-    for (int64_t j = 0; j < y.dim; ++j) r[j] += b[j];
-  }
-}
-
 void CpuBackend::add(Act dst, Act src) {
-  const int64_t n = dst.n * dst.dim;
-  for (int64_t j = 0; j < n; ++j) dst.data[j] += src.data[j];
+  for_rows(dst.n, dst.dim, [&](int64_t i) {
+    float* d = dst.row(i);
+    const float* s = src.row(i);
+    for (int64_t j = 0; j < dst.dim; ++j) d[j] += s[j];
+  });
 }
 
 void CpuBackend::scale(Act x, float s) {
-  const int64_t n = x.n * x.dim;
-  for (int64_t j = 0; j < n; ++j) x.data[j] *= s;
+  for_rows(x.n, x.dim, [&](int64_t i) {
+    float* r = x.row(i);
+    for (int64_t j = 0; j < x.dim; ++j) r[j] *= s;
+  });
 }
 
 void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p) {
@@ -178,7 +183,7 @@ void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams&
   const RopeTable& t = *it;
   const int64_t half = p.n_rot / 2;
   const bool neox = p.layout == RopeParams::Layout::NeoX;
-  for (int64_t i = 0; i < x.n; ++i) {
+  for_rows(x.n, x.dim, [&](int64_t i) {
     const float* c = t.cos.data() + i * half;
     const float* s = t.sin.data() + i * half;
     for (int64_t h = 0; h < n_head; ++h) {
@@ -193,56 +198,16 @@ void CpuBackend::rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams&
         b = a0 * s[j] + b0 * c[j];
       }
     }
-  }
-}
-
-void CpuBackend::attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) {
-  const int64_t hd = p.head_dim, group = p.n_head / p.n_head_kv;
-  std::vector<const KvSeq*> seq(seqs_.size());
-  for (size_t s = 0; s < seqs_.size(); ++s) {
-    const KvSeq& kv = kv_.at(seqs_[s].kv);
-    seq[s] = &kv;
-    for (int64_t i = seqs_[s].row0; i < seqs_[s].row0 + seqs_[s].n; ++i) {
-      std::memcpy(kv.k[layer].get() + row_pos_[i] * kv.width, k.row(i), kv.width * sizeof(float));
-      std::memcpy(kv.v[layer].get() + row_pos_[i] * kv.width, v.row(i), kv.width * sizeof(float));
-    }
-  }
-  pool_.parallel_for(q.n * p.n_head, [&](int64_t task) {
-    const int64_t i = task / p.n_head, h = task % p.n_head, kvh = h / group;
-    const KvSeq& kv = *seq[row_seq_[i]];
-    const float* K = kv.k[layer].get();
-    const float* V = kv.v[layer].get();
-    const int64_t width = kv.width, pos = row_pos_[i];
-    const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
-    thread_local std::vector<float> scores;
-    scores.resize(pos - lo + 1);
-    const float* qh = q.row(i) + h * hd;
-    float mx = p.sinks ? p.sinks[h] : -INFINITY;
-    for (int64_t j = lo; j <= pos; ++j) {
-      const float* kj = K + j * width + kvh * hd;
-      float d = 0;
-      for (int64_t e = 0; e < hd; ++e) d += qh[e] * kj[e];
-      scores[j - lo] = d * p.scale;
-      mx = std::max(mx, scores[j - lo]);
-    }
-    // The sink is one extra logit in the denominator only: it lets a head attend to "nothing".
-    double sum = p.sinks ? std::exp(static_cast<double>(p.sinks[h] - mx)) : 0.0;
-    for (auto& s : scores) {
-      s = std::exp(s - mx);
-      sum += s;
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    float* o = out.row(i) + h * hd;
-    std::fill(o, o + hd, 0.0f);
-    for (int64_t j = lo; j <= pos; ++j) {
-      const float wgt = scores[j - lo] * inv;
-      const float* vj = V + j * width + kvh * hd;
-      for (int64_t e = 0; e < hd; ++e) o[e] += wgt * vj[e];
-    }
   });
 }
 
 void CpuBackend::glu(Activation a, Act gate, Act up, Act out) {
+  if (fast_ && gate.dim % 8 == 0) {
+    auto row = [&](int64_t i) { cpu::glu_avx2(a, gate.row(i), up.row(i), nullptr, nullptr, out.row(i), gate.dim); };
+    if (gate.n * gate.dim >= kParallelElems) pool_.parallel_for(gate.n, row);
+    else for (int64_t i = 0; i < gate.n; ++i) row(i);
+    return;
+  }
   pool_.parallel_for(gate.n, [&](int64_t i) {
     const float* g = gate.row(i);
     const float* u = up.row(i);
@@ -266,15 +231,15 @@ void CpuBackend::glu(Activation a, Act gate, Act up, Act out) {
 }
 
 void CpuBackend::gather_rows(Act src, const int32_t* rows, int64_t n, Act dst) {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst.row(i), src.row(rows[i]), src.dim * sizeof(float));
+  for_rows(n, src.dim, [&](int64_t i) { std::memcpy(dst.row(i), src.row(rows[i]), src.dim * sizeof(float)); });
 }
 
 void CpuBackend::scatter_rows(Act src, const int32_t* rows, int64_t n, Act dst) {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst.row(rows[i]), src.row(i), src.dim * sizeof(float));
+  for_rows(n, src.dim, [&](int64_t i) { std::memcpy(dst.row(rows[i]), src.row(i), src.dim * sizeof(float)); });
 }
 
 void CpuBackend::combine_ranked(Act slots, const float* weights, int64_t k, Act out) {
-  for (int64_t t = 0; t < out.n; ++t) {
+  for_rows(out.n, out.dim * k, [&](int64_t t) {
     float* o = out.row(t);
     std::fill(o, o + out.dim, 0.0f);
     for (int64_t r = 0; r < k; ++r) {
@@ -282,7 +247,7 @@ void CpuBackend::combine_ranked(Act slots, const float* weights, int64_t k, Act 
       const float* s = slots.row(t * k + r);
       for (int64_t j = 0; j < out.dim; ++j) o[j] += wgt * s[j];
     }
-  }
+  });
 }
 
 void CpuBackend::steer(Act x, const SteerParams& p) {
@@ -324,7 +289,7 @@ void CpuBackend::steer(Act x, const SteerParams& p) {
 }
 
 void CpuBackend::select_output_rows(Act x, int64_t first, Act out) {
-  for (int64_t i = 0; i < out.n; ++i) std::memcpy(out.row(i), x.row(out_rows_[first + i]), x.dim * sizeof(float));
+  for_rows(out.n, x.dim, [&](int64_t i) { std::memcpy(out.row(i), x.row(out_rows_[first + i]), x.dim * sizeof(float)); });
 }
 
 void CpuBackend::to_host(Act a, float* dst) {

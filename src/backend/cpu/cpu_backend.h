@@ -1,7 +1,11 @@
 // The CPU backend: activations in host memory, weights used in place from the memory map, every
-// operation split across a fixed thread pool by output rows (or by (token, head) for attention), so
-// each output element is computed by exactly one thread in a fixed order: the bytes do not depend
-// on the thread count.
+// operation split across a fixed thread pool by output rows (or by (sequence, kv head, rows, key
+// chunk) for attention), so each output element is computed by exactly one thread in a fixed order:
+// the bytes do not depend on the thread count.
+//
+// Precision::Exact runs the reference operations (f32 weights decoded from the formats, sums of
+// norms and softmax in double): the original engine's bytes. The other precisions run the fast
+// operations (vectorised, flash-style attention; cpu_attention.cpp) on CPUs with AVX2.
 #pragma once
 #include <deque>
 #include <map>
@@ -16,7 +20,7 @@ namespace ts {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int n_threads, bool quantize_activations);
+  CpuBackend(int n_threads, Precision precision, KvType kv_type);
   const char* name() const override { return "cpu"; }
   int threads() const override { return pool_.size(); }
 
@@ -34,6 +38,8 @@ class CpuBackend final : public Backend {
   void embed(const Mat& table, Act out) override;
   void rms_norm(Act x, const float* w, float eps, int64_t group, Act out) override;
   void matmul(const Mat& w, Act x, Act y) override;
+  void matmul_shared(Act x, std::span<const MatmulOut> outs, const InputNorm& norm = {}) override;
+  void ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm = {}) override;
   void add_bias(Act y, const float* b) override;
   void add(Act dst, Act src) override;
   void scale(Act x, float s) override;
@@ -48,13 +54,28 @@ class CpuBackend final : public Backend {
   void to_host(Act a, float* dst) override;
 
  private:
+  // Quantizes (int16, or int8 for weights of type wt) the rows of x, normalised first if asked,
+  // into dst; returns the row stride.
+  size_t quantize_rows(Act x, const InputNorm& norm, bool int16, GgmlType wt, std::vector<uint8_t>& dst);
+  // The rows of x normalised into norm_rows_ (the reference rms_norm), for the paths that need f32.
+  Act normalised(Act x, const InputNorm& norm);
+  Act scratch(std::vector<float>& buf, int64_t n, int64_t dim);
+  void attention_reference(int64_t layer, Act q, const AttentionParams& p, Act out);
+  void attention_fast(int64_t layer, Act q, const AttentionParams& p, Act out);
+  // Runs fn(row) for rows [0, n) of `dim` values: on the pool when there is enough work.
+  template <class Fn>
+  void for_rows(int64_t n, int64_t dim, Fn&& fn);
+  size_t kv_elem_bytes() const { return kv_type_ == KvType::F16 ? 2 : 4; }
+
   ThreadPool pool_;
-  bool quantize_activations_;
+  Precision precision_;
+  KvType kv_type_;
+  bool fast_;  // the fast operations (any precision but Exact, on a CPU with AVX2)
   std::deque<std::vector<float>> vectors_;   // uploaded f32 vectors (stable addresses)
-  // One sequence's cache: K and V of every layer, [n_ctx][width] f32 each.
+  // One sequence's cache: K and V of every layer, [n_ctx][width] elements of kv_type_ each.
   struct KvSeq {
     int64_t n_ctx = 0, width = 0;
-    std::vector<std::unique_ptr<float[]>> k, v;  // per layer
+    std::vector<std::unique_ptr<uint8_t[]>> k, v;  // per layer
   };
   std::map<KvHandle, KvSeq> kv_;
   KvHandle next_kv_ = 0;
@@ -63,7 +84,18 @@ class CpuBackend final : public Backend {
   std::vector<SeqRows> seqs_;
   std::vector<int64_t> row_pos_, row_seq_;
   std::vector<RopeTable> rope_;  // tables computed for this step, one per distinct RopeParams
-  std::vector<uint8_t> xq_;                   // quantized activations for matmul
+  std::vector<uint8_t> xq_;                   // quantized activations for matmul (cpu_matmul.cpp)
+  std::vector<int64_t> task_end_;             // matmul_shared: cumulative task counts per output
+  // ffn: quantized down-projection input; f32 scratch (normalised input, gate, up, activation).
+  std::vector<uint8_t> xq_down_;
+  std::vector<float> norm_rows_, gate_rows_, up_rows_, act_rows_;
+  // attention_fast: per (row, chunk, head) partial states, rows' offsets into them, the tasks.
+  struct AttnTask {
+    int64_t seq, row0, n, kv_head, chunk;
+  };
+  std::vector<float> attn_parts_;
+  std::vector<int64_t> attn_offsets_;
+  std::vector<AttnTask> attn_tasks_;
 };
 
 }  // namespace ts

@@ -1,0 +1,134 @@
+// CpuBackend matrix products. Work is split by output rows: every output element is computed by one
+// thread, by the same kernel code whatever the split, so the bytes do not depend on the thread count.
+// The int16 and int8 paths quantize each input row once per call, for all the matrices that share it
+// (normalising it on the way when an InputNorm is given).
+#include <algorithm>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/ops.h"
+#include "quant/kernels.h"
+#include "util/error.h"
+
+namespace ts {
+namespace {
+
+// Rows per task: large enough to amortise dispatch, small enough to balance two cores (a multiple
+// of the int16 kernels' 8-row groups and of their 32-value activation blocks).
+constexpr int64_t kRowsPerTask = 32;
+// Rows decoded to f32 per task on the exact path: the decoded block stays in L2.
+constexpr int64_t kDecodedRowsPerTask = 16;
+
+bool float_weights(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+
+}  // namespace
+
+Act CpuBackend::scratch(std::vector<float>& buf, int64_t n, int64_t dim) {
+  buf.resize(static_cast<size_t>(n * dim));
+  return Act{buf.data(), n, dim};
+}
+
+Act CpuBackend::normalised(Act x, const InputNorm& norm) {
+  if (!norm.w) return x;
+  Act h = scratch(norm_rows_, x.n, x.dim);
+  rms_norm(x, norm.w, norm.eps, x.dim, h);
+  return h;
+}
+
+size_t CpuBackend::quantize_rows(Act x, const InputNorm& norm, bool int16, GgmlType wt, std::vector<uint8_t>& dst) {
+  const size_t stride = int16 ? quant::act16_bytes(x.dim) : quant::activation_bytes(wt, x.dim);
+  dst.resize(stride * x.n);
+  const bool fused = norm.w && fast_ && x.dim % 8 == 0;
+  const Act src = fused ? x : normalised(x, norm);
+  pool_.parallel_for(x.n, [&](int64_t t) {
+    const float* row = src.row(t);
+    thread_local std::vector<float> normed;
+    if (fused) {  // the normalised row only passes through L1 on its way to the quantizer
+      normed.resize(static_cast<size_t>(x.dim));
+      cpu::rms_norm_avx2(row, norm.w, norm.eps, x.dim, x.dim, normed.data());
+      row = normed.data();
+    }
+    if (int16) quant::quantize_act16(row, dst.data() + t * stride, x.dim);
+    else quant::quantize_activation(wt, row, dst.data() + t * stride, x.dim);
+  });
+  return stride;
+}
+
+void CpuBackend::matmul(const Mat& w, Act x, Act y) {
+  const MatmulOut out{&w, y};
+  matmul_shared(x, {&out, 1});
+}
+
+void CpuBackend::matmul_shared(Act x, std::span<const MatmulOut> outs, const InputNorm& norm) {
+  for (const MatmulOut& o : outs)
+    if (o.w->cols != x.dim || o.y.n != x.n || o.y.dim < o.w->rows)
+      fail("internal error: matmul of {} x {} weights with {} x {} input into {} x {}", o.w->rows, o.w->cols, x.n, x.dim,
+           o.y.n, o.y.dim);
+  if (precision_ == Precision::Exact) {
+    // Exact activations: decode each weight row to f32 once per call and multiply it with the f32
+    // activations of every token. The only error left is the weights' own quantization.
+    const Act in = normalised(x, norm);
+    for (const MatmulOut& o : outs) {
+      const Mat& w = *o.w;
+      const bool decode = !float_weights(w.type);
+      const int64_t per_task = decode ? kDecodedRowsPerTask : kRowsPerTask;
+      pool_.parallel_for((w.rows + per_task - 1) / per_task, [&](int64_t task) {
+        const int64_t r0 = task * per_task, r1 = std::min(w.rows, r0 + per_task);
+        const auto* W = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_stride;
+        if (!decode) {
+          quant::matmul(w.type, W, w.row_stride, r1 - r0, w.cols, in.data, in.dim * sizeof(float), in.n,
+                        o.y.data + r0, o.y.dim);
+          return;
+        }
+        thread_local std::vector<float> rows;
+        rows.resize(static_cast<size_t>(kDecodedRowsPerTask) * w.cols);
+        for (int64_t r = r0; r < r1; ++r)
+          quant::dequantize(w.type, W + static_cast<size_t>(r - r0) * w.row_stride, rows.data() + (r - r0) * w.cols, w.cols);
+        quant::matmul(GgmlType::F32, rows.data(), w.cols * sizeof(float), r1 - r0, w.cols, in.data,
+                      in.dim * sizeof(float), in.n, o.y.data + r0, o.y.dim);
+      });
+    }
+    return;
+  }
+
+  // Quantized inputs: int16 (one format for every weight type) or int8 (llama.cpp's, per weight
+  // type; the products of one call share it when their types pair with the same format).
+  const bool int16 = precision_ == Precision::Int16;
+  GgmlType act = GgmlType::F32;  // the format xq_ holds (F32: none yet; I16 stands for int16)
+  size_t xq_stride = 0;
+  size_t i = 0;
+  while (i < outs.size()) {
+    const bool f32 = float_weights(outs[i].w->type);
+    if (!f32) {
+      const GgmlType a = int16 ? GgmlType::I16 : quant::activation_type(outs[i].w->type);
+      if (a != act) {
+        xq_stride = quantize_rows(x, norm, int16, outs[i].w->type, xq_);
+        act = a;
+      }
+    }
+    const Act in = f32 ? normalised(x, norm) : x;
+    // One pass over the rows of every following output that takes the same input format.
+    size_t j = i;
+    task_end_.clear();
+    for (int64_t total = 0; j < outs.size(); ++j) {
+      const bool jf32 = float_weights(outs[j].w->type);
+      if (jf32 != f32 || (!jf32 && !int16 && quant::activation_type(outs[j].w->type) != act)) break;
+      total += (outs[j].w->rows + kRowsPerTask - 1) / kRowsPerTask;
+      task_end_.push_back(total);
+    }
+    pool_.parallel_for(task_end_.back(), [&](int64_t task) {
+      const size_t o = static_cast<size_t>(std::upper_bound(task_end_.begin(), task_end_.end(), task) - task_end_.begin());
+      const Mat& w = *outs[i + o].w;
+      const int64_t first = o ? task_end_[o - 1] : 0, r0 = (task - first) * kRowsPerTask;
+      const int64_t r1 = std::min(w.rows, r0 + kRowsPerTask);
+      const auto* W = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_stride;
+      float* Y = outs[i + o].y.data + r0;
+      const size_t ys = outs[i + o].y.dim;
+      if (f32) quant::matmul(w.type, W, w.row_stride, r1 - r0, w.cols, in.data, in.dim * sizeof(float), in.n, Y, ys);
+      else if (int16) quant::matmul16(w.type, W, w.row_stride, r1 - r0, w.cols, xq_.data(), xq_stride, x.n, Y, ys);
+      else quant::matmul(w.type, W, w.row_stride, r1 - r0, w.cols, xq_.data(), xq_stride, x.n, Y, ys);
+    });
+    i = j;
+  }
+}
+
+}  // namespace ts

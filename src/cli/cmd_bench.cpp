@@ -1,0 +1,99 @@
+// `turbospark bench`: llama-bench-style throughput (pp and tg, mean ± sd over repetitions after a
+// warm-up), with decode's achieved weight bandwidth next to the machine's measured read bandwidth.
+// --json prints one object for scripts (bench/compare.sh).
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "quant/kernels.h"
+#include "runtime/bench.h"
+#include "util/error.h"
+
+namespace ts::cli {
+namespace {
+
+struct BenchOptions {
+  ModelOptions model;
+  int64_t n_prompt = 512, n_gen = 128;
+  int reps = 5;
+  bool json = false;
+};
+
+void run_bench_command(const BenchOptions& o) {
+  const int threads = resolve_threads(o.model.threads);
+  auto be = make_cpu_backend(threads, parse_precision(o.model.precision),
+                             parse_kv_type(o.model.kv_type));
+  const std::string path = resolve_model(o.model);
+  auto model = Model::load(path, *be);
+  BenchConfig c;
+  c.n_prompt = o.n_prompt;
+  c.n_gen = o.n_gen;
+  c.reps = o.reps;
+  c.batch = o.model.batch;
+  const BenchResult r = run_bench(*model, *be, c);
+  const double read_bw = o.n_gen > 0 ? measure_read_bandwidth(threads) : 0;
+  const double tg_bw = r.tg.mean * static_cast<double>(r.decode_bytes);
+  const std::string name = std::filesystem::path(path).filename().string();
+  if (o.json) {
+    nlohmann::json j;
+    j["model"] = path;
+    j["arch"] = model->hp().arch;
+    j["threads"] = threads;
+    j["isa"] = quant::kernel_isa();
+    j["precision"] = o.model.precision;
+    j["batch"] = c.batch;
+    j["n_prompt"] = c.n_prompt;
+    j["n_gen"] = c.n_gen;
+    j["reps"] = c.reps;
+    if (c.n_prompt > 0) {
+      j["pp"] = r.pp.mean;
+      j["pp_sd"] = r.pp.sd;
+      j["pp_samples"] = r.pp.samples;
+    }
+    if (c.n_gen > 0) {
+      j["tg"] = r.tg.mean;
+      j["tg_sd"] = r.tg.sd;
+      j["tg_samples"] = r.tg.samples;
+      j["decode_bytes_per_token"] = r.decode_bytes;
+      j["tg_bandwidth_gbs"] = tg_bw * 1e-9;
+      j["read_bandwidth_gbs"] = read_bw * 1e-9;
+    }
+    j["version"] = "turbospark 0.1.0";
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  std::printf("model %s (%s), %d threads, %s kernels, %s activations, batch %lld\n", name.c_str(),
+              model->hp().arch.c_str(), threads, quant::kernel_isa(), o.model.precision.c_str(),
+              static_cast<long long>(c.batch));
+  std::printf("| %-7s | %20s | %19s |\n", "test", "t/s (mean ± sd)", "min .. max");
+  std::printf("| ------- | -------------------: | ------------------: |\n");
+  auto row = [](const char* test, int64_t n, const Spread& s) {
+    const std::string label = fmt::format("{}{}", test, n);
+    std::printf("| %-7s | %11.2f ± %6.2f | %8.2f .. %8.2f |\n", label.c_str(), s.mean, s.sd, s.min, s.max);
+  };
+  if (c.n_prompt > 0) row("pp", c.n_prompt, r.pp);
+  if (c.n_gen > 0) {
+    row("tg", c.n_gen, r.tg);
+    std::printf("decode reads %.1f MiB of weights per token: %.2f GB/s, %.0f%% of the %.2f GB/s measured read bandwidth\n",
+                static_cast<double>(r.decode_bytes) / (1 << 20), tg_bw * 1e-9, 100.0 * tg_bw / read_bw, read_bw * 1e-9);
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  auto* sub = app.add_subcommand("bench", "measure prompt processing (pp) and generation (tg) speed, llama-bench style");
+  add_model_options(sub, o->model, false);
+  o->model.batch = 512;
+  sub->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens for the pp test (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  sub->add_option("-n,--n-gen", o->n_gen, "tokens for the tg test (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  sub->add_option("-r,--repetitions", o->reps, "repetitions of each test after the warm-up")->check(CLI::Range(1, 1000));
+  sub->add_flag("--json", o->json, "print one JSON object instead of the table");
+  sub->callback([o] { run_bench_command(*o); });
+}
+
+}  // namespace ts::cli

@@ -1,0 +1,484 @@
+// Internal: the int16-activation kernels (kernels.h, "int16 activations"), written once and included
+// by kernels_x86.h, so they are compiled for each x86 table with its flags and internal linkage.
+//
+// Every result follows the scalar definition bit for bit: per (row, token), an exact int32 sum S per
+// weight group, then acc = fma(float(S), D * xd, acc) and accm = fma(M, xs, accm) group after group.
+// Integer sums are exact whatever their order, so two loop structures give the same bytes:
+//  - few tokens (decode): dots along k in the vector lanes, then the lane sums of 8 rows are reduced
+//    into one vector (lane r = row r), and the float steps run for 8 rows at once;
+//  - many tokens (prefill): 8 rows are repacked once into a panel of (row, value pair) lanes, so one
+//    vpmaddwd advances 8 rows by two values against a broadcast activation pair, for every token.
+#pragma once
+
+namespace k16 {
+
+// --- int16 dots --------------------------------------------------------------------------------
+inline __m256i madd_acc(__m256i acc, __m256i a, __m256i b) {
+#if TS_X86_VNNI
+  return _mm256_dpwssd_epi32(acc, a, b);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
+inline __m256i widen_u8(const uint8_t* p) { return _mm256_cvtepu8_epi16(loadu128(p)); }
+inline __m256i low4(__m256i w) { return _mm256_and_si256(w, _mm256_set1_epi16(0x0F)); }
+inline __m256i high4(__m256i w) { return _mm256_srli_epi16(w, 4); }  // w holds zero-extended bytes
+
+// 16 in byte j where bit j of `bits` is set.
+inline __m256i bit4_words(uint16_t bits) {
+  const __m256i sel = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384,
+                                        static_cast<int16_t>(0x8000));
+  const __m256i hit = _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(static_cast<int16_t>(bits)), sel), sel);
+  return _mm256_and_si256(hit, _mm256_set1_epi16(16));
+}
+
+// Lane r of the result is the sum of the 8 lanes of s[r] (exact: integer adds).
+inline __m256i reduce8(const __m256i (&s)[8]) {
+  __m256i a[4];
+  for (int i = 0; i < 4; ++i)
+    a[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(s[2 * i], s[2 * i + 1]), _mm256_unpackhi_epi32(s[2 * i], s[2 * i + 1]));
+  const __m256i lo = _mm256_add_epi32(_mm256_unpacklo_epi64(a[0], a[1]), _mm256_unpackhi_epi64(a[0], a[1]));
+  const __m256i hi = _mm256_add_epi32(_mm256_unpacklo_epi64(a[2], a[3]), _mm256_unpackhi_epi64(a[2], a[3]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
+// 8x8 transpose of 32-bit elements: out[j] lane r = in[r] lane j.
+inline void transpose8(const __m256i (&in)[8], __m256i (&out)[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    out[j] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x20);
+    out[j + 4] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x31);
+  }
+}
+inline void transpose8(const __m256 (&in)[8], __m256 (&out)[8]) {
+  __m256i a[8], b[8];
+  for (int i = 0; i < 8; ++i) a[i] = _mm256_castps_si256(in[i]);
+  transpose8(a, b);
+  for (int i = 0; i < 8; ++i) out[i] = _mm256_castsi256_ps(b[i]);
+}
+
+// f16 values at p[r] + off for 8 rows, as floats (lane r).
+inline __m256 gather_f16(const uint8_t* const* p, int off) {
+  __m128i h = _mm_setzero_si128();
+  h = _mm_insert_epi16(h, load_u16(p[0] + off), 0);
+  h = _mm_insert_epi16(h, load_u16(p[1] + off), 1);
+  h = _mm_insert_epi16(h, load_u16(p[2] + off), 2);
+  h = _mm_insert_epi16(h, load_u16(p[3] + off), 3);
+  h = _mm_insert_epi16(h, load_u16(p[4] + off), 4);
+  h = _mm_insert_epi16(h, load_u16(p[5] + off), 5);
+  h = _mm_insert_epi16(h, load_u16(p[6] + off), 6);
+  h = _mm_insert_epi16(h, load_u16(p[7] + off), 7);
+  return _mm256_cvtph_ps(h);
+}
+
+// --- formats -------------------------------------------------------------------------------------
+// Each format gives, for one weight block: the int16 codes of group g (kVecs vectors of 16 values in
+// order) and, for 8 rows at once, each group's factor D and offset M as vectors (lane = row).
+template <int Bytes, int Elems, int Group, MinSign Sign>
+struct Shape {
+  static constexpr int kBytes = Bytes, kElems = Elems, kGroup = Group, kGroups = Elems / Group, kVecs = Group / 16;
+  static constexpr MinSign kSign = Sign;
+};
+
+struct Q4_0 : Shape<layout::q4_0_bytes, kQK, kQK, MinSign::none> {
+  static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
+    const __m256i w = widen_u8(b + layout::q4_0_qs), eight = _mm256_set1_epi16(8);
+    c[0] = _mm256_sub_epi16(low4(w), eight);
+    c[1] = _mm256_sub_epi16(high4(w), eight);
+  }
+  static void factors8(const uint8_t* const* p, __m256* D, __m256*) { D[0] = gather_f16(p, 0); }
+};
+struct Q4_1 : Shape<layout::q4_1_bytes, kQK, kQK, MinSign::add> {
+  static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
+    const __m256i w = widen_u8(b + layout::q4_1_qs);
+    c[0] = low4(w);
+    c[1] = high4(w);
+  }
+  static void factors8(const uint8_t* const* p, __m256* D, __m256* M) {
+    D[0] = gather_f16(p, 0);
+    M[0] = gather_f16(p, layout::q4_1_m);
+  }
+};
+struct Q5_0 : Shape<layout::q5_0_bytes, kQK, kQK, MinSign::none> {
+  static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
+    const __m256i w = widen_u8(b + layout::q5_0_qs), sixteen = _mm256_set1_epi16(16);
+    const uint32_t qh = load_u32(b + layout::q5_0_qh);
+    c[0] = _mm256_sub_epi16(_mm256_or_si256(low4(w), bit4_words(static_cast<uint16_t>(qh))), sixteen);
+    c[1] = _mm256_sub_epi16(_mm256_or_si256(high4(w), bit4_words(static_cast<uint16_t>(qh >> 16))), sixteen);
+  }
+  static void factors8(const uint8_t* const* p, __m256* D, __m256*) { D[0] = gather_f16(p, 0); }
+};
+struct Q5_1 : Shape<layout::q5_1_bytes, kQK, kQK, MinSign::add> {
+  static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
+    const __m256i w = widen_u8(b + layout::q5_1_qs);
+    const uint32_t qh = load_u32(b + layout::q5_1_qh);
+    c[0] = _mm256_or_si256(low4(w), bit4_words(static_cast<uint16_t>(qh)));
+    c[1] = _mm256_or_si256(high4(w), bit4_words(static_cast<uint16_t>(qh >> 16)));
+  }
+  static void factors8(const uint8_t* const* p, __m256* D, __m256* M) {
+    D[0] = gather_f16(p, 0);
+    M[0] = gather_f16(p, layout::q5_1_m);
+  }
+};
+struct Q8_0 : Shape<layout::q8_0_bytes, kQK, kQK, MinSign::none> {
+  static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
+    c[0] = _mm256_cvtepi8_epi16(loadu128(b + layout::q8_0_qs));
+    c[1] = _mm256_cvtepi8_epi16(loadu128(b + layout::q8_0_qs + 16));
+  }
+  static void factors8(const uint8_t* const* p, __m256* D, __m256*) { D[0] = gather_f16(p, 0); }
+};
+struct Mxfp4 : Shape<layout::mxfp4_bytes, kQK, kQK, MinSign::none> {
+  static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
+    __m128i lut;
+    std::memcpy(&lut, kMxfp4Values, 16);
+    const __m256i table = _mm256_broadcastsi128_si256(lut), w = widen_u8(b + layout::mxfp4_qs);
+    // The index words have a zero high byte, which looks up value 0: sign-extend the low byte.
+    auto value = [&](__m256i idx) { return _mm256_srai_epi16(_mm256_slli_epi16(_mm256_shuffle_epi8(table, idx), 8), 8); };
+    c[0] = value(low4(w));
+    c[1] = value(high4(w));
+  }
+  static void factors8(const uint8_t* const* p, __m256* D, __m256*) {
+    alignas(32) float d[8];
+    for (int r = 0; r < 8; ++r) d[r] = e8m0_half(p[r][0]);
+    D[0] = _mm256_load_ps(d);
+  }
+};
+
+// Q4_K/Q5_K factors: D = d * scale, M = dmin * min per group of 32 (exact products), for 8 rows.
+template <int DminOff, int ScalesOff>
+inline void k_factors8(const uint8_t* const* p, __m256* D, __m256* M) {
+  __m256 d[8], m[8];
+  for (int r = 0; r < 8; ++r) {
+    const __m128i sm = k_scales_mins(p[r] + ScalesOff);  // bytes 0..7 scales, 8..15 mins
+    const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm));
+    const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm)));
+    d[r] = _mm256_mul_ps(_mm256_set1_ps(f16_at(p[r])), sc);
+    m[r] = _mm256_mul_ps(_mm256_set1_ps(f16_at(p[r] + DminOff)), mn);
+  }
+  __m256 dt[8], mt[8];
+  transpose8(d, dt);
+  transpose8(m, mt);
+  for (int g = 0; g < 8; ++g) {
+    D[g] = dt[g];
+    M[g] = mt[g];
+  }
+}
+
+struct Q4_K : Shape<layout::q4_k_bytes, kQKK, kQK, MinSign::sub> {
+  static void codes(const uint8_t* b, int g, __m256i (&c)[2]) {
+    const uint8_t* qs = b + layout::q4_k_qs + 32 * (g / 2);
+    const __m256i w0 = widen_u8(qs), w1 = widen_u8(qs + 16);
+    c[0] = g % 2 ? high4(w0) : low4(w0);
+    c[1] = g % 2 ? high4(w1) : low4(w1);
+  }
+  static void factors8(const uint8_t* const* p, __m256* D, __m256* M) {
+    k_factors8<layout::q4_k_dmin, layout::q4_k_scales>(p, D, M);
+  }
+};
+struct Q5_K : Shape<layout::q5_k_bytes, kQKK, kQK, MinSign::sub> {
+  static void codes(const uint8_t* b, int g, __m256i (&c)[2]) {
+    const uint8_t* qs = b + layout::q5_k_qs + 32 * (g / 2);
+    const __m128i shift = _mm_cvtsi32_si128(g);  // bit g of qh[l] is the fifth bit of value l of group g
+    for (int h = 0; h < 2; ++h) {
+      const __m256i w = widen_u8(qs + 16 * h);
+      const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(widen_u8(b + layout::q5_k_qh + 16 * h), shift),
+                                          _mm256_set1_epi16(1));
+      c[h] = _mm256_or_si256(g % 2 ? high4(w) : low4(w), _mm256_slli_epi16(hb, 4));
+    }
+  }
+  static void factors8(const uint8_t* const* p, __m256* D, __m256* M) {
+    k_factors8<layout::q5_k_dmin, layout::q5_k_scales>(p, D, M);
+  }
+};
+struct Q6_K : Shape<layout::q6_k_bytes, kQKK, 16, MinSign::none> {
+  // Group g (16 values): half h = g / 8, m = (g % 8) / 2, l0 = 16 * (g % 2); see unpack_q6_k.
+  static void codes(const uint8_t* b, int g, __m256i (&c)[1]) {
+    const int h = g / 8, m = (g % 8) / 2, l0 = 16 * (g % 2);
+    const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(widen_u8(b + 64 * h + 32 * (m & 1) + l0), _mm_cvtsi32_si128(4 * (m >> 1))),
+                                        _mm256_set1_epi16(0x0F));
+    const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(widen_u8(b + layout::q6_k_qh + 32 * h + l0), _mm_cvtsi32_si128(2 * m)),
+                                        _mm256_set1_epi16(3));
+    c[0] = _mm256_sub_epi16(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), _mm256_set1_epi16(32));
+  }
+  static void factors8(const uint8_t* const* p, __m256* D, __m256*) {
+    __m256 lo[8], hi[8];
+    for (int r = 0; r < 8; ++r) {
+      const __m128i sc = loadu128(p[r] + layout::q6_k_scales);
+      const __m256 d = _mm256_set1_ps(f16_at(p[r] + layout::q6_k_d));
+      lo[r] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
+      hi[r] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))));
+    }
+    __m256 a[8], b2[8];
+    transpose8(lo, a);
+    transpose8(hi, b2);
+    for (int g = 0; g < 8; ++g) {
+      D[g] = a[g];
+      D[g + 8] = b2[g];
+    }
+  }
+};
+
+// --- activations ---------------------------------------------------------------------------------
+// quantize_act16_ref with vectors: the same float operations per value (|x| max, one division, one
+// product rounded to nearest even), so the same bytes.
+inline void quantize(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  for (int64_t b = 0; b < n_blocks; ++b, x += kQK, q += kQK) {
+    __m256 v[4], amax = _mm256_setzero_ps();
+    __m256 nan = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 8 * i);
+      amax = _mm256_max_ps(amax, _mm256_and_ps(v[i], abs_mask));
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v[i], v[i], _CMP_UNORD_Q));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float a = _mm_cvtss_f32(m4);
+    if (_mm256_movemask_ps(nan) != 0 || !std::isfinite(a)) {
+      std::memset(q, 0, kQK * sizeof(int16_t));
+      d[b] = s[b] = NAN;
+      continue;
+    }
+    const __m256 id = _mm256_set1_ps(a != 0 ? static_cast<float>(kAct16Max) / a : 0.0f);
+    __m256i qi[4];
+    for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
+    // packs works within 128-bit lanes: the permute puts the 16 values of each pair back in order
+    const __m256i p0 = _mm256_permute4x64_epi64(_mm256_packs_epi32(qi[0], qi[1]), 0xD8);
+    const __m256i p1 = _mm256_permute4x64_epi64(_mm256_packs_epi32(qi[2], qi[3]), 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), p0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 16), p1);
+    const __m256i sum4 = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+    d[b] = a / static_cast<float>(kAct16Max);
+    s[b] = d[b] * static_cast<float>(hsum_i32(sum4));
+  }
+}
+
+// --- decode: 8 rows, one token, dots along k -------------------------------------------------------
+template <class F>
+inline __m256 finish(__m256 acc, __m256 accm) {
+  if constexpr (F::kSign == MinSign::add) return _mm256_add_ps(acc, accm);
+  else if constexpr (F::kSign == MinSign::sub) return _mm256_sub_ps(acc, accm);
+  else return acc;
+}
+
+inline void store_rows(float* y, __m256 v, int n) {
+  if (n == 8) return _mm256_storeu_ps(y, v);
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, v);
+  std::memcpy(y, tmp, static_cast<size_t>(n) * sizeof(float));
+}
+
+// Rows p[0..7] (pointers to the rows' first blocks; unused rows repeat a valid one) times T
+// activation rows; writes the first n results of token t to y[t]. A group's codes are unpacked once
+// (into L1) and used for every token.
+template <class F, int T>
+void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* const* y, int n) {
+  __m256 acc[T], accm[T];
+  for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
+  for (int64_t blk = 0; blk < k / F::kElems; ++blk) {
+    const uint8_t* bp[8];
+    for (int r = 0; r < 8; ++r) bp[r] = p[r] + blk * F::kBytes;
+    __m256 D[F::kGroups], M[F::kGroups];
+    F::factors8(bp, D, M);
+    for (int g = 0; g < F::kGroups; ++g) {
+      const int64_t e = blk * F::kElems + g * F::kGroup, b = e / kQK;
+      __m256i c[8][F::kVecs];
+      for (int r = 0; r < 8; ++r) F::codes(bp[r], g, c[r]);
+      for (int t = 0; t < T; ++t) {
+        __m256i xv[F::kVecs];
+        for (int v = 0; v < F::kVecs; ++v) xv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].q + e + 16 * v));
+        __m256i s[8];
+        for (int r = 0; r < 8; ++r) {
+          s[r] = _mm256_madd_epi16(c[r][0], xv[0]);
+          for (int v = 1; v < F::kVecs; ++v) s[r] = madd_acc(s[r], c[r][v], xv[v]);
+        }
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(s)), _mm256_mul_ps(D[g], _mm256_set1_ps(x[t].d[b])), acc[t]);
+        if constexpr (F::kSign != MinSign::none) accm[t] = _mm256_fmadd_ps(M[g], _mm256_set1_ps(x[t].s[b]), accm[t]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) store_rows(y[t], finish<F>(acc[t], accm[t]), n);
+}
+
+// --- prefill: 8-row panels, (row, pair) lanes --------------------------------------------------
+// Panel layout: for each pair of values (k/2 of them) one vector of 8 rows x 2 int16; then the
+// factors, k/kGroup vectors of D and (with an offset) of M.
+template <class F>
+size_t panel_bytes(int64_t k) {
+  const int64_t groups = k / F::kGroup;
+  return static_cast<size_t>(k / 2 + groups * (F::kSign == MinSign::none ? 1 : 2)) * sizeof(__m256i);
+}
+
+template <class F>
+void build_panel(const uint8_t* const* p, int64_t k, __m256i* panel) {
+  const int64_t groups = k / F::kGroup;
+  auto* D = reinterpret_cast<__m256*>(panel + k / 2);
+  __m256* M = D + groups;
+  for (int64_t blk = 0; blk < k / F::kElems; ++blk) {
+    const uint8_t* bp[8];
+    for (int r = 0; r < 8; ++r) bp[r] = p[r] + blk * F::kBytes;
+    __m256 d[F::kGroups], m[F::kGroups];
+    F::factors8(bp, d, m);
+    for (int g = 0; g < F::kGroups; ++g) {
+      const int64_t gi = blk * F::kGroups + g;
+      _mm256_store_ps(reinterpret_cast<float*>(D + gi), d[g]);
+      if constexpr (F::kSign != MinSign::none) _mm256_store_ps(reinterpret_cast<float*>(M + gi), m[g]);
+      __m256i c[8][F::kVecs];
+      for (int r = 0; r < 8; ++r) F::codes(bp[r], g, c[r]);
+      for (int v = 0; v < F::kVecs; ++v) {
+        __m256i rows[8], pairs[8];
+        for (int r = 0; r < 8; ++r) rows[r] = c[r][v];
+        transpose8(rows, pairs);
+        __m256i* dst = panel + (blk * F::kElems + g * F::kGroup + 16 * v) / 2;
+        for (int j = 0; j < 8; ++j) _mm256_store_si256(dst + j, pairs[j]);
+      }
+    }
+  }
+}
+
+// P panels (8 rows each) times T tokens: per pair of values, P weight loads and T broadcasts feed
+// P * T vpmaddwd, so the broadcasts (a shuffle each) are shared by 8 * P rows. The int32 sums of a
+// group stay in registers; the float accumulators are touched once per group.
+template <class F, int P, int T>
+void panel_tile(const __m256i* const* panel, int64_t k, const Act16Row* x, float* const* y, const int* n) {
+  const int64_t groups = k / F::kGroup;
+  const float* D[P];
+  const float* M[P];
+#pragma GCC unroll 2
+  for (int i = 0; i < P; ++i) {
+    D[i] = reinterpret_cast<const float*>(panel[i] + k / 2);
+    M[i] = D[i] + 8 * groups;
+  }
+  __m256 acc[P][T], accm[P][T];
+#pragma GCC unroll 8
+  for (int i = 0; i < P * T; ++i) acc[i / T][i % T] = accm[i / T][i % T] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t e = g * F::kGroup, b = e / kQK;
+    __m256i s[P * T];
+#pragma GCC unroll 8
+    for (int i = 0; i < P * T; ++i) s[i] = _mm256_setzero_si256();
+    for (int j = 0; j < F::kGroup / 2; ++j) {
+      __m256i w[P];
+#pragma GCC unroll 2
+      for (int i = 0; i < P; ++i) w[i] = _mm256_load_si256(panel[i] + e / 2 + j);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        int32_t pair;
+        std::memcpy(&pair, x[t].q + e + 2 * j, 4);
+        const __m256i xb = _mm256_set1_epi32(pair);
+#pragma GCC unroll 2
+        for (int i = 0; i < P; ++i) s[i * T + t] = madd_acc(s[i * T + t], w[i], xb);
+      }
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < P; ++i) {
+      const __m256 d = _mm256_load_ps(D[i] + 8 * g);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i * T + t]), _mm256_mul_ps(d, _mm256_set1_ps(x[t].d[b])), acc[i][t]);
+        if constexpr (F::kSign != MinSign::none)
+          accm[i][t] = _mm256_fmadd_ps(_mm256_load_ps(M[i] + 8 * g), _mm256_set1_ps(x[t].s[b]), accm[i][t]);
+      }
+    }
+  }
+  for (int i = 0; i < P; ++i)
+    for (int t = 0; t < T; ++t) store_rows(y[t] + 8 * i, finish<F>(acc[i][t], accm[i][t]), n[i]);
+}
+
+// Tokens from which repacking 8 rows into a panel pays for itself (measured with quant_bench).
+inline constexpr int kPanelMinTokens = 6;  // rows8_tokens handles up to 5
+
+// Panels built at once: rows x k int16 kept within L2 (with the activation tile), reused for every
+// token tile of the call.
+inline constexpr int64_t kPanelSetBytes = 192 * 1024;
+
+template <class F>
+void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_t* X, size_t xs, int64_t n_tok, float* Y,
+              size_t ys) {
+  auto row_ptrs = [&](int64_t r0, int n, const uint8_t** p) {
+    for (int r = 0; r < 8; ++r) p[r] = W + (r0 + std::min(r, n - 1)) * ws;
+  };
+  if (n_tok < kPanelMinTokens) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+      const int n = static_cast<int>(std::min<int64_t>(8, rows - r0));
+      const uint8_t* p[8];
+      row_ptrs(r0, n, p);
+      Act16Row x[kPanelMinTokens];
+      float* y[kPanelMinTokens];
+      for (int64_t t = 0; t < n_tok; ++t) {
+        x[t] = act16_row(X + t * xs, k);
+        y[t] = Y + t * ys + r0;
+      }
+      switch (n_tok) {
+        case 1: rows8_tokens<F, 1>(p, k, x, y, n); break;
+        case 2: rows8_tokens<F, 2>(p, k, x, y, n); break;
+        case 3: rows8_tokens<F, 3>(p, k, x, y, n); break;
+        case 4: rows8_tokens<F, 4>(p, k, x, y, n); break;
+        default: rows8_tokens<F, 5>(p, k, x, y, n); break;
+      }
+    }
+    return;
+  }
+  thread_local std::vector<uint8_t> panel_mem;  // reused from call to call
+  const size_t one = panel_bytes<F>(k);
+  const int64_t per_set = std::max<int64_t>(1, kPanelSetBytes / static_cast<int64_t>(one));
+  panel_mem.resize(one * static_cast<size_t>(std::min(per_set, (rows + 7) / 8)) + 32);
+  auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(panel_mem.data()) + 31) & ~uintptr_t{31});
+  auto panel = [&](int64_t i) { return reinterpret_cast<__m256i*>(base + i * one); };
+  for (int64_t s0 = 0; s0 < rows; s0 += per_set * 8) {
+    const int64_t n_panels = std::min(per_set, (rows - s0 + 7) / 8);
+    for (int64_t i = 0; i < n_panels; ++i) {
+      const uint8_t* p[8];
+      row_ptrs(s0 + 8 * i, static_cast<int>(std::min<int64_t>(8, rows - s0 - 8 * i)), p);
+      build_panel<F>(p, k, panel(i));
+    }
+    // Panels go in pairs (the last one alone if their number is odd); tokens in tiles of 4.
+    for (int64_t i = 0; i < n_panels; i += 2) {
+      const bool two = i + 1 < n_panels;
+      const __m256i* pp[2] = {panel(i), panel(two ? i + 1 : i)};
+      const int64_t r0 = s0 + 8 * i;
+      const int n[2] = {static_cast<int>(std::min<int64_t>(8, rows - r0)),
+                        two ? static_cast<int>(std::min<int64_t>(8, rows - r0 - 8)) : 0};
+      for (int64_t t = 0; t < n_tok;) {
+        const int64_t left = n_tok - t;
+        auto tile = [&](auto pc, auto tc) {
+          constexpr int kP = decltype(pc)::value, kT = decltype(tc)::value;
+          Act16Row x[kT];
+          float* y[kT];
+          for (int j = 0; j < kT; ++j) {
+            x[j] = act16_row(X + (t + j) * xs, k);
+            y[j] = Y + (t + j) * ys + r0;
+          }
+          panel_tile<F, kP, kT>(pp, k, x, y, n);
+          t += kT;
+        };
+        using std::integral_constant;
+        if (two) {
+          if (left >= 4) tile(integral_constant<int, 2>{}, integral_constant<int, 4>{});
+          else if (left == 3) tile(integral_constant<int, 2>{}, integral_constant<int, 3>{});
+          else if (left == 2) tile(integral_constant<int, 2>{}, integral_constant<int, 2>{});
+          else tile(integral_constant<int, 2>{}, integral_constant<int, 1>{});
+        } else {
+          if (left >= 4) tile(integral_constant<int, 1>{}, integral_constant<int, 4>{});
+          else if (left == 3) tile(integral_constant<int, 1>{}, integral_constant<int, 3>{});
+          else if (left == 2) tile(integral_constant<int, 1>{}, integral_constant<int, 2>{});
+          else tile(integral_constant<int, 1>{}, integral_constant<int, 1>{});
+        }
+      }
+    }
+  }
+}
+
+}  // namespace k16

@@ -1,0 +1,42 @@
+// Throughput measurement in the style of llama-bench: prompt processing (pp: a prompt of n_prompt
+// tokens prefilled in --batch chunks, logits of the last token only) and text generation (tg: n_gen
+// tokens decoded one at a time from an empty cache), each repeated after a warm-up. Token ids are
+// pseudo-random, as llama-bench's; no sampling is timed.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/model.h"
+
+namespace ts {
+
+struct BenchConfig {
+  int64_t n_prompt = 512;  // 0: no pp test
+  int64_t n_gen = 128;     // 0: no tg test
+  int reps = 5;
+  int64_t batch = 512;     // prefill chunk (tokens per forward call)
+};
+
+struct Spread {
+  double mean = 0, sd = 0, min = 0, max = 0;
+  std::vector<double> samples;
+};
+Spread spread(std::vector<double> samples);
+
+struct BenchResult {
+  Spread pp, tg;                 // tokens per second
+  uint64_t decode_bytes = 0;     // weight bytes one decode step reads
+};
+
+BenchResult run_bench(const Model& m, Backend& be, const BenchConfig& c);
+
+// Weight bytes one decode step touches: the embedding row, every non-expert matrix and vector, the
+// k routed experts of each MoE layer, and the output head.
+uint64_t decode_weight_bytes(const Model& m);
+
+// The machine's read bandwidth in bytes per second with `threads` threads: the best of a few passes
+// summing a buffer far larger than the caches.
+double measure_read_bandwidth(int threads);
+
+}  // namespace ts

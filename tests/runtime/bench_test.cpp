@@ -1,0 +1,70 @@
+// `turbospark bench`: the measurement loop on a fixture model (every repetition timed, the decode
+// weight bytes counted from the model's matrices) and the command's JSON and errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_harness.h"
+#include "model/forward.h"
+#include "runtime/bench.h"
+#include "util/error.h"
+
+namespace ts {
+namespace {
+
+TEST(Bench, TimesEveryRepetitionOfBothTests) {
+  auto be = make_cpu_backend(2);
+  auto model = Model::load(test::models_dir() + "/llama-moe-q8_0.gguf", *be);
+  BenchConfig c;
+  c.n_prompt = 24;
+  c.n_gen = 5;
+  c.reps = 3;
+  c.batch = 16;  // two prefill calls per repetition
+  const BenchResult r = run_bench(*model, *be, c);
+  ASSERT_EQ(r.pp.samples.size(), 3u);
+  ASSERT_EQ(r.tg.samples.size(), 3u);
+  for (double v : r.pp.samples) EXPECT_GT(v, 0);
+  EXPECT_GT(r.tg.min, 0);
+  EXPECT_LE(r.tg.min, r.tg.mean);
+  EXPECT_LE(r.tg.mean, r.tg.max);
+  // Per decode step: every non-expert matrix, k of the experts of each layer, one embedding row.
+  const HParams& h = model->hp();
+  uint64_t bytes = model->token_embd().row_stride + model->output().rows * model->output().row_stride;
+  for (int64_t l = 0; l < h.n_layer; ++l) {
+    const LayerWeights& w = model->layer(l);
+    for (const Mat* m : {&w.q, &w.k, &w.v, &w.o, &w.router}) bytes += m->rows * m->row_stride;
+    const ExpertView x = model->experts().get(l, 0);
+    bytes += h.n_expert_used * (x.gate.rows * x.gate.row_stride + x.up.rows * x.up.row_stride + x.down.rows * x.down.row_stride);
+  }
+  EXPECT_GE(r.decode_bytes, bytes);
+  EXPECT_LE(r.decode_bytes, bytes + uint64_t(4) * h.n_embd * (2 * h.n_layer + 1));  // plus the norm vectors
+  c.n_prompt = c.n_gen = 0;
+  EXPECT_THROW(run_bench(*model, *be, c), Error);
+}
+
+TEST(Bench, SpreadIsMeanAndSampleDeviation) {
+  const Spread s = spread({2.0, 4.0, 6.0});
+  EXPECT_DOUBLE_EQ(s.mean, 4.0);
+  EXPECT_DOUBLE_EQ(s.sd, 2.0);
+  EXPECT_DOUBLE_EQ(s.min, 2.0);
+  EXPECT_DOUBLE_EQ(s.max, 6.0);
+}
+
+TEST(BenchCli, PrintsJsonForScriptsAndRejectsEmptyRuns) {
+  const std::string model = test::models_dir() + "/gpt-oss-mxfp4.gguf";
+  const test::CliRun r = test::run_cli({"bench", "-m", model, "-p", "12", "-n", "0", "-r", "2", "-t", "2", "--json"});
+  ASSERT_TRUE(r.exited && r.code == 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["pp"].get<double>(), 0);
+  EXPECT_EQ(j["pp_samples"].size(), 2u);
+  EXPECT_EQ(j["threads"].get<int>(), 2);
+  EXPECT_EQ(j["precision"].get<std::string>(), "int16");
+  EXPECT_FALSE(j.contains("tg"));
+  const test::CliRun bad = test::run_cli({"bench", "-m", model, "-p", "0", "-n", "0"});
+  EXPECT_TRUE(bad.exited);
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("nothing to measure"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace ts

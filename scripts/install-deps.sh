@@ -4,6 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libssl-dev
       libgtest-dev libgmock-dev libbenchmark-dev python3 python3-pip python3-venv ca-certificates
+      libcpp-httplib-dev chromium chromium-driver  # the HTTP server; the web page's browser test
       clang libclang-rt-14-dev)  # clang + libFuzzer: scripts/fuzz.sh
 missing=()
 for p in "${pkgs[@]}"; do

@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 python=$(bash scripts/python-env.sh)
+# The server's Python tests synthesize gpt-oss models once; both builds share them.
+export TS_MODELS="$PWD/build/test-models"
 configure() {  # configure DIR BUILD_TYPE SANITIZE
   cmake -S . -B "$1" -DCMAKE_BUILD_TYPE="$2" -DTURBOSPARK_TESTS=ON -DTURBOSPARK_SANITIZE="$3" -DTURBOSPARK_FUZZ=OFF \
     -DTURBOSPARK_PYTHON="$python"

@@ -17,7 +17,7 @@ void chat_loop(const GenerationOptions& o) {
   LoadedModel m = load_for_generation(o);
   const Tokenizer& tok = *m.tokenizer;
   const ChatSetup cs = chat_setup(m, o);
-  Generator gen(*m.model, *m.backend, o.model.ctx, m.forward_options(o));
+  Generator gen(*m.model, *m.backend, tok, o.model.ctx, m.forward_options(o));
   ResidualCapture capture;  // one snapshot per turn, at the turn's last prompt token
   Sampler sampler = make_sampler(m, o);
   chat::Request req;
@@ -41,12 +41,10 @@ void chat_loop(const GenerationOptions& o) {
     if (line.empty()) continue;
     req.messages.push_back({"user", line, "", nullptr, ""});
     const std::vector<int32_t> prompt = tok.encode(chat::render(cs.format, req, cs.context), false, true);
-    ReplyPrinter out(tok, cs.format == chat::Format::Harmony, o.show_reasoning);
+    ReplyPrinter out(cs.format == chat::Format::Harmony, o.show_reasoning);
     if (!o.steer.capture_path.empty()) gen.capture_next(&capture);
-    const GenerationStats st = gen.generate(
-        prompt, o.n_predict, sampler, [&](int32_t id) { return tok.is_eog(id); },
-        [&](int32_t id) { return out.push(id); });
-    out.finish();
+    const GenerationStats st =
+        gen.generate(prompt, o.n_predict, sampler, [&](const std::string& piece) { return out.push(piece); });
     write_stdout("\n");
     std::fprintf(stderr, "[%s]\n", st.summary().c_str());
     req.messages.push_back({"assistant", out.text(), "", nullptr, ""});

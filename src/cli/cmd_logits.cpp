@@ -70,7 +70,7 @@ void add_logits_command(CLI::App& app) {
   sub->add_flag("--sequential", o->sequential, "feed one token at a time through the decode path");
   sub->add_option("--expert-order", o->expert_order, "order in which routed experts are computed (a testing aid: the output must not change)")
       ->check(CLI::IsMember({"ascending", "descending"}));
-  add_steering_options(sub, o->steer, true);
+  add_steering_options(sub, o->steer, CaptureOptions::EveryPosition);
   sub->callback([o] { run_logits(*o); });
 }
 

@@ -34,15 +34,13 @@ void run(const RunOptions& o) {
   } else {
     prompt = tok.encode(o.prompt, true, o.special);
   }
-  Generator gen(*m.model, *m.backend, o.gen.model.ctx, m.forward_options(o.gen));
+  Generator gen(*m.model, *m.backend, tok, o.gen.model.ctx, m.forward_options(o.gen));
   ResidualCapture capture;
   if (!o.gen.steer.capture_path.empty()) gen.capture_next(&capture);
   Sampler sampler = make_sampler(m, o.gen);
-  ReplyPrinter out(tok, harmony, o.gen.show_reasoning);
-  const GenerationStats st = gen.generate(
-      prompt, o.gen.n_predict, sampler, [&](int32_t id) { return tok.is_eog(id); },
-      [&](int32_t id) { return out.push(id); });
-  out.finish();
+  ReplyPrinter out(harmony, o.gen.show_reasoning);
+  const GenerationStats st =
+      gen.generate(prompt, o.gen.n_predict, sampler, [&](const std::string& piece) { return out.push(piece); });
   // Flushed (and checked) before the summary: the summary on stderr must follow the text, and must
   // not appear at all when the text could not be written.
   write_stdout("\n");

@@ -11,6 +11,7 @@ void add_inspect_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 void add_fetch_command(CLI::App& app);
 
 }  // namespace ts::cli

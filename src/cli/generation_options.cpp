@@ -25,7 +25,7 @@ void add_generation_options(CLI::App* sub, GenerationOptions& o) {
   sub->add_option("--system", o.system, "system prompt");
   sub->add_option("--reasoning-effort", o.reasoning_effort, "Harmony (gpt-oss) reasoning effort")->check(CLI::IsMember({"low", "medium", "high"}));
   sub->add_flag("--show-reasoning", o.show_reasoning, "Harmony: print the analysis channel to stderr");
-  add_steering_options(sub, o.steer, false);
+  add_steering_options(sub, o.steer, CaptureOptions::LastToken);
 }
 
 LoadedModel load_for_generation(const GenerationOptions& o) {

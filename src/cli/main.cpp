@@ -23,6 +23,7 @@ int run(int argc, char** argv) {
   ts::cli::add_logits_command(app);
   ts::cli::add_synth_command(app);
   ts::cli::add_bench_command(app);
+  ts::cli::add_serve_command(app);
   ts::cli::add_fetch_command(app);
   int code = 0;
   try {

@@ -6,14 +6,14 @@
 
 namespace ts::cli {
 
-ReplyPrinter::ReplyPrinter(const Tokenizer& tok, bool harmony, bool show_reasoning)
-    : decoder_(tok), harmony_(harmony ? std::make_unique<chat::HarmonyParser>() : nullptr), show_reasoning_(show_reasoning) {}
+ReplyPrinter::ReplyPrinter(bool harmony, bool show_reasoning)
+    : harmony_(harmony ? std::make_unique<chat::HarmonyParser>() : nullptr), show_reasoning_(show_reasoning) {}
 
-void ReplyPrinter::emit(const std::string& piece) {
+bool ReplyPrinter::push(const std::string& piece) {
   if (!harmony_) {
     write_stdout(piece);
     text_ += piece;
-    return;
+    return true;
   }
   for (const auto& ev : harmony_->push(piece)) {
     if (ev.channel == "final") {
@@ -25,13 +25,7 @@ void ReplyPrinter::emit(const std::string& piece) {
     }
     last_channel_ = ev.channel;
   }
+  return !harmony_->stopped();
 }
-
-bool ReplyPrinter::push(int32_t id) {
-  emit(decoder_.push(id));
-  return !(harmony_ && harmony_->stopped());
-}
-
-void ReplyPrinter::finish() { emit(decoder_.flush()); }
 
 }  // namespace ts::cli

@@ -6,21 +6,18 @@
 #include <string>
 
 #include "chat/harmony_parser.h"
-#include "tokenizer/tokenizer.h"
 
 namespace ts::cli {
 
 class ReplyPrinter {
  public:
-  ReplyPrinter(const Tokenizer& tok, bool harmony, bool show_reasoning);
-  // Returns false once the reply is complete (Harmony's <|return|> / <|call|>).
-  bool push(int32_t id);
-  void finish();
+  ReplyPrinter(bool harmony, bool show_reasoning);
+  // One piece of the reply's text as the generator releases it (for Harmony, a special token's
+  // text arrives as one piece). Returns false once the reply is complete (<|return|> / <|call|>).
+  bool push(const std::string& piece);
   const std::string& text() const { return text_; }
 
  private:
-  void emit(const std::string& piece);
-  StreamDecoder decoder_;
   std::unique_ptr<chat::HarmonyParser> harmony_;
   bool show_reasoning_;
   std::string text_;

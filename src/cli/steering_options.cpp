@@ -4,14 +4,15 @@
 
 namespace ts::cli {
 
-void add_steering_options(CLI::App* sub, SteeringOptions& o, bool with_capture_all) {
+void add_steering_options(CLI::App* sub, SteeringOptions& o, CaptureOptions capture) {
   sub->add_option("--steering", o.files, "control vector GGUF (llama.cpp format), optionally :SCALE; repeatable, they add up");
   sub->add_option("--steering-layers", o.layers, "steer blocks START:END (inclusive; default 1:last)");
   sub->add_option("--steering-mode", o.mode, "add (llama.cpp), ablate, clamp or renorm");
   sub->add_option("--steering-target", o.target, "clamp mode: the component along the direction is set to this");
   sub->add_option("--steering-gate", o.gate, "leave a token unchanged when |component along the direction| is below this");
+  if (capture == CaptureOptions::None) return;
   sub->add_option("--capture-residual", o.capture_path, "write the residual after every layer at the last prompt token to FILE.json + FILE.f32");
-  if (with_capture_all) sub->add_flag("--capture-all", o.capture_all, "with --capture-residual: capture every position");
+  if (capture == CaptureOptions::EveryPosition) sub->add_flag("--capture-all", o.capture_all, "with --capture-residual: capture every position");
 }
 
 std::unique_ptr<Steering> SteeringOptions::load(Backend& be, int64_t n_layer, int64_t n_embd) const {

@@ -22,7 +22,9 @@ struct SteeringOptions {
   std::unique_ptr<Steering> load(Backend& be, int64_t n_layer, int64_t n_embd) const;
 };
 
-// with_capture_all: offer --capture-all (commands that see every position).
-void add_steering_options(CLI::App* sub, SteeringOptions& o, bool with_capture_all);
+// Which capture options a command offers: none (serve: captures are per generation, a server runs
+// many at once), the last prompt token (run, chat), or also every position (logits).
+enum class CaptureOptions { None, LastToken, EveryPosition };
+void add_steering_options(CLI::App* sub, SteeringOptions& o, CaptureOptions capture);
 
 }  // namespace ts::cli

@@ -20,53 +20,39 @@ std::string GenerationStats::summary() const {
                      reused_tokens, pp, generated, tg);
 }
 
-Generator::Generator(const Model& m, Backend& be, int64_t n_ctx, const ForwardOptions& fo)
-    : m_(m), be_(be), kv_(be, m.hp(), n_ctx), fwd_(m, be, fo), logits_(m.hp().n_vocab) {}
+Generator::Generator(const Model& m, Backend& be, const Tokenizer& tok, int64_t n_ctx, const ForwardOptions& fo)
+    : fwd_(m, be, fo), seq_(m, be, tok, n_ctx) {}
 
 GenerationStats Generator::generate(const std::vector<int32_t>& prompt, int64_t max_tokens, Sampler& sampler,
-                                    const std::function<bool(int32_t)>& is_eog,
-                                    const std::function<bool(int32_t)>& on_token) {
-  if (prompt.empty()) fail("the prompt is empty (no tokens)");
-  if (static_cast<int64_t>(prompt.size()) >= kv_.n_ctx)
-    fail("the prompt has {} tokens but the context holds {} (raise it with --ctx)", prompt.size(), kv_.n_ctx);
+                                    const std::function<bool(const std::string&)>& on_text) {
+  SequenceParams p;
+  p.max_tokens = max_tokens;
+  seq_.start(prompt, sampler, p);
   GenerationStats st;
-  // Reuse the cached prefix, but always recompute at least the last prompt token for its logits.
-  size_t keep = 0;
-  while (keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) ++keep;
-  kv_.n_past = static_cast<int64_t>(keep);
-  cached_.resize(keep);
-  st.reused_tokens = static_cast<int64_t>(keep);
-
-  const double t0 = now_seconds();
-  for (size_t i = keep; i < prompt.size(); i += fwd_.max_batch()) {
-    const int64_t n = std::min<int64_t>(fwd_.max_batch(), static_cast<int64_t>(prompt.size() - i));
-    const bool last = i + n == prompt.size();  // only the last chunk's logits are sampled from
-    const SeqStep s{&kv_, prompt.data() + i, n, false, last ? logits_.data() : nullptr, last ? capture_ : nullptr};
-    fwd_.run(std::span<const SeqStep>(&s, 1));
-  }
-  capture_ = nullptr;
-  cached_.insert(cached_.end(), prompt.begin() + keep, prompt.end());
-  for (int32_t id : prompt) sampler.accept(id);
-  st.prompt_tokens = static_cast<int64_t>(prompt.size() - keep);
-  const double t1 = now_seconds();
-  st.prompt_seconds = t1 - t0;
-
+  st.reused_tokens = seq_.reused();
+  st.prompt_tokens = seq_.prompt_size() - seq_.reused();
   // The first token's time belongs to the prompt phase's output; decode speed counts the tokens
   // that needed a decode step.
-  while (st.generated < max_tokens) {
-    const int32_t id = sampler.sample(logits_.data());
-    sampler.accept(id);
-    ++st.generated;
-    if (is_eog(id)) {
-      st.hit_eog = true;
-      break;
+  const double t0 = now_seconds();
+  double t1 = t0;
+  while (!seq_.done()) {
+    SeqStep step = seq_.next_step(fwd_.max_batch());
+    if (step.logits && seq_.prefilling()) {  // the prompt's last chunk: its last token is captured
+      step.capture = capture_;
+      capture_ = nullptr;
     }
-    if (!on_token(id)) break;
-    if (st.generated == max_tokens) break;
-    if (kv_.n_past + 1 > kv_.n_ctx) fail("the context is full after {} tokens (raise it with --ctx)", kv_.n_past);
-    fwd_.run(kv_, &id, 1, false, logits_.data());
-    cached_.push_back(id);
+    fwd_.run(std::span<const SeqStep>(&step, 1));
+    const std::optional<SampledToken> t = seq_.advance();
+    if (!t) continue;
+    if (seq_.generated() == 1) t1 = now_seconds();
+    if (!on_text(t->text)) seq_.cancel();
   }
+  if (seq_.finish() == Finish::ContextFull)
+    fail("the context is full after {} tokens (raise it with --ctx)", seq_.cached().size());
+  on_text(seq_.flush());
+  st.generated = seq_.generated();
+  st.hit_eog = seq_.finish() == Finish::EndOfText;
+  st.prompt_seconds = t1 - t0;
   st.decode_seconds = now_seconds() - t1;
   return st;
 }

@@ -1,16 +1,18 @@
-// Text generation over one sequence: prefill the prompt in chunks, then sample and decode one token
-// at a time until an end-of-generation token, the token budget, or the caller says stop. The KV
-// cache is kept between calls, and a new prompt that shares a prefix with what is cached only
-// prefills the difference (multi-turn chat re-renders the whole conversation each turn).
+// Text generation over one sequence for the CLI: prefill the prompt in chunks, then sample and
+// decode one token at a time until an end-of-generation token, the token budget, or the caller says
+// stop. The per-sequence logic lives in runtime/sequence.h (the server runs the same code over many
+// sequences); this adds the one-sequence loop and the timing. The KV cache is kept between calls, and
+// a new prompt that shares a prefix with what is cached only prefills the difference (multi-turn chat
+// re-renders the whole conversation each turn).
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/forward.h"
 #include "runtime/sampler.h"
+#include "runtime/sequence.h"
 
 namespace ts {
 
@@ -25,23 +27,19 @@ struct GenerationStats {
 
 class Generator {
  public:
-  Generator(const Model& m, Backend& be, int64_t n_ctx, const ForwardOptions& fo);
+  Generator(const Model& m, Backend& be, const Tokenizer& tok, int64_t n_ctx, const ForwardOptions& fo);
 
-  // on_token(id) is called for every sampled token that is not end-of-generation; return false to
-  // stop. is_eog decides which ids end generation. Returns the statistics of this call.
+  // on_text(piece) receives the reply's text as it becomes final (never a broken UTF-8 sequence);
+  // return false to stop. A full context is a ts::Error (the CLI never overwrites silently).
   GenerationStats generate(const std::vector<int32_t>& prompt, int64_t max_tokens, Sampler& sampler,
-                           const std::function<bool(int32_t)>& is_eog, const std::function<bool(int32_t)>& on_token);
-  int64_t n_ctx() const { return kv_.n_ctx; }
+                           const std::function<bool(const std::string&)>& on_text);
+  int64_t n_ctx() const { return seq_.n_ctx(); }
   // Captures the residual after every layer at the last prompt token of the next generate() call.
   void capture_next(ResidualCapture* c) { capture_ = c; }
 
  private:
-  const Model& m_;
-  Backend& be_;
-  KvCache kv_;
   Forward fwd_;
-  std::vector<int32_t> cached_;  // the tokens whose K/V are in the cache, in order
-  std::vector<float> logits_;
+  Sequence seq_;
   ResidualCapture* capture_ = nullptr;
 };
 

@@ -152,7 +152,8 @@ class Cancellation(unittest.TestCase):
             c = client(s)
             model = c.models.list().data[0].id
             stream = c.chat.completions.create(model=model, messages=[{"role": "user", "content": "Count to a thousand."}],
-                                               max_tokens=3000, temperature=0.7, stream=True)
+                                               max_tokens=3000, temperature=0.7, seed=5, stream=True,
+                                               extra_body={"ignore_eos": True})  # only the close may end it
             received = 0
             for chunk in stream:
                 received += 1

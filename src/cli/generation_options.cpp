@@ -1,5 +1,6 @@
 #include "cli/generation_options.h"
 
+#include <algorithm>
 #include <ctime>
 #include <random>
 
@@ -27,11 +28,14 @@ void add_generation_options(CLI::App* sub, GenerationOptions& o) {
   add_steering_options(sub, o.steer, CaptureOptions::LastToken);
 }
 
-LoadedModel load_for_generation(const GenerationOptions& o) {
+LoadedModel load_for_generation(const GenerationOptions& o, int64_t sequences) {
   LoadedModel m;
   m.backend = make_cpu_backend(resolve_threads(o.model.threads), parse_precision(o.model.precision),
                              parse_kv_type(o.model.kv_type));
-  m.model = Model::load(resolve_model(o.model), *m.backend, load_options(o.model, 1));
+  LoadOptions lo = load_options(o.model, sequences);
+  lo.run.n_ctx *= sequences;
+  lo.run.batch = std::max(lo.run.batch, sequences);
+  m.model = Model::load(resolve_model(o.model), *m.backend, lo);
   m.tokenizer = Tokenizer::from_gguf(m.model->gguf());
   if (!m.tokenizer)
     fail("'{}' has no vocabulary (tokenizer.ggml.model = none): it takes token ids, so use `turbospark logits`",

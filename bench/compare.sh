@@ -2,8 +2,9 @@
 # TurboSpark against llama.cpp's and ik_llama.cpp's llama-bench, side by side on one machine:
 # the same GGUF files, the same thread count, the same pp/tg sizes, runs interleaved (the order
 # rotates every round) so that drift in the machine's speed hits every tool alike. Prints, per model
-# and test, each tool's median tok/s with its spread, and TurboSpark's ratio to each yardstick;
-# records the versions, the machine and its load.
+# and test, each tool's median tok/s with its spread, and TurboSpark's ratio to each yardstick as
+# the median [min-max] of the per-round ratios (a round's runs are seconds apart, so its ratio is
+# what drift disturbs least); records the versions, the machine and its load.
 #
 #   LLAMA_BENCH=/path/to/llama.cpp/build/bin/llama-bench \
 #   IK_LLAMA_BENCH=/path/to/ik_llama.cpp/build/bin/llama-bench \
@@ -50,26 +51,27 @@ samples="$(mktemp)"
 trap 'rm -f "$samples"' EXIT
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-# One timed run of one tool on one model; appends "model<TAB>tool<TAB>test<TAB>tok/s<TAB>version" lines.
+# One timed run of one tool on one model in round R; appends
+# "model<TAB>round<TAB>tool<TAB>test<TAB>tok/s<TAB>version" lines.
 run_one() {
-  local model="$1" tool="$2" out
+  local model="$1" round="$2" tool="$3" out
   if [[ "$tool" == turbospark ]]; then
     out="$("${bin[$tool]}" bench -m "$model" -t "$threads" -p "$n_prompt" -n "$n_gen" -r 1 --json "${ts_extra[@]}")"
-    python3 - "$model" "$out" "$("${bin[$tool]}" --version)" >>"$samples" <<'EOF'
+    python3 - "$model" "$round" "$out" "$("${bin[$tool]}" --version)" >>"$samples" <<'EOF'
 import json, sys
-model, out, version = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+model, rnd, out, version = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
 for test, n in (("pp", out["n_prompt"]), ("tg", out["n_gen"])):
     if test in out:
-        print(f"{model}\tturbospark\t{test}{n}\t{out[test]}\t{version} ({out['isa']}, {out['precision']})")
+        print(f"{model}\t{rnd}\tturbospark\t{test}{n}\t{out[test]}\t{version} ({out['isa']}, {out['precision']})")
 EOF
   else
     out="$("${bin[$tool]}" -m "$model" -t "$threads" -p "$n_prompt" -n "$n_gen" -r 1 -o json 2>/dev/null)"
-    python3 - "$model" "$tool" "$out" >>"$samples" <<'EOF'
+    python3 - "$model" "$round" "$tool" "$out" >>"$samples" <<'EOF'
 import json, sys
-model, tool, rows = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+model, rnd, tool, rows = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 for r in rows:
     test = f"pp{r['n_prompt']}" if r["n_gen"] == 0 else f"tg{r['n_gen']}"
-    print(f"{model}\t{tool}\t{test}\t{r['avg_ts']}\t{r.get('build_commit', '?')} (build {r.get('build_number', '?')})")
+    print(f"{model}\t{rnd}\t{tool}\t{test}\t{r['avg_ts']}\t{r.get('build_commit', '?')} (build {r.get('build_number', '?')})")
 EOF
   fi
 }
@@ -80,7 +82,7 @@ for model in "${models[@]}"; do
     for ((i = 0; i < n; i++)); do
       tool="${tools[$(((i + round) % n))]}"
       echo "[$(date +%T)] $(basename "$model") round $((round + 1))/$rounds: $tool" >&2
-      run_one "$model" "$tool"
+      run_one "$model" "$round" "$tool"
     done
   done
 done
@@ -92,25 +94,29 @@ rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
 print(f"machine: {cpu}, {os.cpu_count()} CPUs; {threads} threads; load average {load0} before, {load1} after")
 versions = {}
-for m, tool, test, v, ver in rows:
+for m, rnd, tool, test, v, ver in rows:
     versions[tool] = ver
 for tool in tools:
     print(f"  {tool}: {versions.get(tool, '?')}")
-data = {}
-for m, tool, test, v, ver in rows:
+data, by_round = {}, {}
+for m, rnd, tool, test, v, ver in rows:
     data.setdefault((m, test), {}).setdefault(tool, []).append(float(v))
+    by_round.setdefault((m, test, rnd), {})[tool] = float(v)
 yard = [t for t in tools if t != "turbospark"]
-head = "| model | test | " + " | ".join(f"{t} t/s median [min-max]" for t in tools) + " | " + " | ".join(f"vs {t}" for t in yard) + " |"
+head = "| model | test | " + " | ".join(f"{t} t/s median [min-max]" for t in tools) + " | " + " | ".join(f"vs {t} median [min-max]" for t in yard) + " |"
 print()
 print(head)
 print("|" + "---|" * (2 + len(tools) + len(yard)))
 for (m, test), per in data.items():
     med = {t: statistics.median(v) for t, v in per.items()}
     cells = [f"{med[t]:.2f} [{min(per[t]):.2f}-{max(per[t]):.2f}]" if t in per else "-" for t in tools]
-    ratios = [f"{med['turbospark'] / med[t]:.2f}x" if t in med and "turbospark" in med else "-" for t in yard]
+    ratios = []
+    for t in yard:
+        r = [v["turbospark"] / v[t] for (mm, tt, _), v in by_round.items() if (mm, tt) == (m, test) and "turbospark" in v and t in v]
+        ratios.append(f"{statistics.median(r):.2f}x [{min(r):.2f}-{max(r):.2f}]" if r else "-")
     print(f"| {os.path.basename(m)} | {test} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 if json_out:
     json.dump({"threads": threads, "load_before": load0, "load_after": load1, "versions": versions,
-               "samples": [{"model": m, "tool": t, "test": test, "tok_s": float(v)} for m, t, test, v, _ in rows]},
+               "samples": [{"model": m, "round": int(r), "tool": t, "test": test, "tok_s": float(v)} for m, r, t, test, v, _ in rows]},
               open(json_out, "w"), indent=1)
 EOF

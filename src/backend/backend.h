@@ -200,6 +200,10 @@ class Backend {
   // place); `upload_f32` copies a small f32 vector (norm weights, biases, sinks).
   virtual Mat upload(const Mat& host) = 0;
   virtual const float* upload_f32(const std::vector<float>& v) = 0;
+  // Where upload() puts weights. Host: the backend computes from host memory, so expert stores may
+  // hand out views of any host memory (mapped files, read slots). Device: the backend reads only its
+  // own memory, so routed experts must be uploaded too (residency/stores.h, make_device_experts).
+  virtual MemKind weight_memory() const { return MemKind::Host; }
 
   // Asynchronous work. copy_async copies between memory of any kinds, in order with the other work
   // of queue q (host memory that is not PinnedHost may make it synchronous). An event marks the
@@ -255,6 +259,9 @@ class Backend {
   // Returns false when the backend does not offer it: the caller (moe/MoeLayer) then runs its loop
   // of the operations above, which defines the result. The CPU backend returns false.
   virtual bool routed_experts(const RoutedExperts& op, Act x, Act out) { return false; }
+  // Whether routed_experts can ever return true: the MoE layer gathers a layer's expert table (one
+  // request of every expert through the store) only for a backend that may take it.
+  virtual bool offers_routed_experts() const { return false; }
   virtual void steer(Act x, const SteerParams& p) = 0;
   // out.row(i) = x.row(out_rows[first + i]) for i < out.n, over the step's out_rows (x and out
   // must not overlap).

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_options.h"
+#include "cli/instruments.h"
 #include "cli/reply_printer.h"
 #include "runtime/generator.h"
 #include "util/error.h"
@@ -19,6 +20,8 @@ void chat_loop(const GenerationOptions& o) {
   const ChatSetup cs = chat_setup(m, o);
   Generator gen(*m.model, *m.backend, tok, o.model.ctx, m.forward_options(o));
   ResidualCapture capture;  // one snapshot per turn, at the turn's last prompt token
+  RunInstruments instruments(o.model, *m.model);
+  int64_t tokens = 0;
   Sampler sampler = make_sampler(m, o);
   chat::Request req;
   req.reasoning_effort = o.reasoning_effort;
@@ -47,9 +50,11 @@ void chat_loop(const GenerationOptions& o) {
         gen.generate(prompt, o.n_predict, sampler, [&](const std::string& piece) { return out.push(piece); });
     write_stdout("\n");
     std::fprintf(stderr, "[%s]\n", st.summary().c_str());
+    tokens += st.forward_tokens();
     req.messages.push_back({"assistant", out.text(), "", nullptr, ""});
     if (!o.steer.capture_path.empty()) capture.write(o.steer.capture_path);
   }
+  instruments.report(tokens);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf.h"
+#include "install/manifest.h"
 #include "model/family.h"
 #include "model/hparams.h"
 #include "util/error.h"
@@ -17,7 +18,19 @@ std::string human_bytes(uint64_t b) {
   return fmt::format("{} B", b);
 }
 
-void inspect(const std::string& path, bool all_metadata) {
+// An install directory (turbospark pack): its manifest in brief, then its resident GGUF.
+std::string inspect_install(const std::string& dir) {
+  const InstallManifest m = read_manifest(dir);
+  uint64_t bytes = 0;
+  for (const InstallFile& f : m.files) bytes += f.bytes;
+  fmt::print("install: {} (format version {}, packed from {}): {} files, {}; {} MoE layers of {} experts, blobs of {}\n",
+             dir, m.version, m.source, m.files.size(), human_bytes(bytes), m.layers.size(), m.n_expert,
+             m.layers.empty() ? std::string("-") : human_bytes(m.layers.front().blob_bytes));
+  return m.path(kResidentName);
+}
+
+void inspect(const std::string& model, bool all_metadata) {
+  const std::string path = is_install_dir(model) ? inspect_install(model) : model;
   auto g = GgufFile::open(path);
   fmt::print("file: {}\nGGUF version {}, alignment {}, {} metadata entries, {} tensors\n", path, g->version(),
              g->alignment(), g->metadata().size(), g->tensors().size());
@@ -64,7 +77,7 @@ void add_inspect_command(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto all = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("inspect", "show a GGUF model's architecture, hyper-parameters, metadata and tensors");
-  sub->add_option("model", *path, "GGUF model file")->required();
+  sub->add_option("model", *path, "GGUF model file or install directory")->required();
   sub->add_flag("--all", *all, "print long metadata values in full");
   sub->callback([path, all] { inspect(*path, *all); });
 }

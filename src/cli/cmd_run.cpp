@@ -2,6 +2,7 @@
 // stdout and a one-line speed summary to stderr.
 #include "cli/commands.h"
 #include "cli/generation_options.h"
+#include "cli/instruments.h"
 #include "cli/reply_printer.h"
 #include "runtime/generator.h"
 #include "util/error.h"
@@ -37,6 +38,7 @@ void run(const RunOptions& o) {
   Generator gen(*m.model, *m.backend, tok, o.gen.model.ctx, m.forward_options(o.gen));
   ResidualCapture capture;
   if (!o.gen.steer.capture_path.empty()) gen.capture_next(&capture);
+  RunInstruments instruments(o.gen.model, *m.model);
   Sampler sampler = make_sampler(m, o.gen);
   ReplyPrinter out(harmony, o.gen.show_reasoning);
   const GenerationStats st =
@@ -45,6 +47,7 @@ void run(const RunOptions& o) {
   // not appear at all when the text could not be written.
   write_stdout("\n");
   std::fprintf(stderr, "%s\n", st.summary().c_str());
+  instruments.report(st.forward_tokens());
   if (!o.gen.steer.capture_path.empty()) capture.write(o.gen.steer.capture_path);
 }
 

@@ -10,7 +10,6 @@
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/steering_options.h"
-#include "model/memory_estimate.h"
 #include "server/api_server.h"
 #include "util/error.h"
 
@@ -34,12 +33,9 @@ void serve(ServeOptions o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that went away is an error return, not a signal
 
-  LoadedModel m = load_for_generation(o.gen);
-  // Every slot may hold a full context at once: refuse up front what cannot fit, rather than fail
-  // requests (or be killed) once enough slots are busy. A step has at most --batch rows, or one
-  // decode row per slot, and keeps one row of logits per slot.
-  check_run_memory(estimate_run_memory(*m.model, o.gen.model.ctx * o.sched.parallel,
-                                       std::max<int64_t>(o.gen.model.batch, o.sched.parallel), o.sched.parallel));
+  // Every slot may hold a full context at once: the load refuses up front what cannot fit, rather
+  // than fail requests (or be killed) once enough slots are busy.
+  LoadedModel m = load_for_generation(o.gen, o.sched.parallel);
   server::ServedModel served;
   served.tok = m.tokenizer.get();
   served.id = o.alias.empty() ? std::filesystem::path(m.model->gguf().path()).stem().string() : o.alias;

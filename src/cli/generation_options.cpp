@@ -1,9 +1,9 @@
 #include "cli/generation_options.h"
 
+#include <algorithm>
 #include <ctime>
 #include <random>
 
-#include "model/memory_estimate.h"
 #include "util/error.h"
 
 namespace ts::cli {
@@ -28,10 +28,13 @@ void add_generation_options(CLI::App* sub, GenerationOptions& o) {
   add_steering_options(sub, o.steer, CaptureOptions::LastToken);
 }
 
-LoadedModel load_for_generation(const GenerationOptions& o) {
+LoadedModel load_for_generation(const GenerationOptions& o, int64_t sequences) {
   LoadedModel m;
   m.backend = make_backend(o.model);
-  m.model = Model::load(resolve_model(o.model), *m.backend);
+  LoadOptions lo = load_options(o.model, sequences);
+  lo.run.n_ctx *= sequences;
+  lo.run.batch = std::max(lo.run.batch, sequences);
+  m.model = Model::load(resolve_model(o.model), *m.backend, lo);
   m.tokenizer = Tokenizer::from_gguf(m.model->gguf());
   if (!m.tokenizer)
     fail("'{}' has no vocabulary (tokenizer.ggml.model = none): it takes token ids, so use `turbospark logits`",
@@ -46,7 +49,6 @@ LoadedModel load_for_generation(const GenerationOptions& o) {
                  static_cast<long long>(n_out), static_cast<long long>(n_tok), static_cast<long long>(n_tok),
                  static_cast<long long>(n_out - 1));
   m.steering = o.steer.load(*m.backend, m.model->hp().n_layer, m.model->hp().n_embd);
-  check_run_memory(estimate_run_memory(*m.model, o.model.ctx, o.model.batch, 1));
   return m;
 }
 

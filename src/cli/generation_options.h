@@ -38,7 +38,9 @@ struct LoadedModel {
   ForwardOptions forward_options(const GenerationOptions& o) const;
 };
 // Loads the model and its tokenizer and checks that a context of o.model.ctx fits in memory.
-LoadedModel load_for_generation(const GenerationOptions& o);
+// `sequences`: how many sequences run at once (the server's slots), each with a full context, one
+// decode row and one row of logits per step: the load refuses up front what cannot fit.
+LoadedModel load_for_generation(const GenerationOptions& o, int64_t sequences = 1);
 
 // The seeded sampler config (draws and reports a seed when none was given).
 SamplerConfig sampler_config(const GenerationOptions& o);

@@ -22,6 +22,9 @@ int run(int argc, char** argv) {
   ts::cli::add_inspect_command(app);
   ts::cli::add_logits_command(app);
   ts::cli::add_synth_command(app);
+  ts::cli::add_pack_command(app);
+  ts::cli::add_verify_command(app);
+  ts::cli::add_router_replay_command(app);
   ts::cli::add_bench_command(app);
   ts::cli::add_serve_command(app);
   ts::cli::add_fetch_command(app);

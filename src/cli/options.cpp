@@ -4,15 +4,43 @@
 #include <thread>
 
 #include "runtime/model_cache.h"
+#include "util/error.h"
 
 namespace ts::cli {
 
 void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
-  auto* m = sub->add_option("-m,--model", o.model, model_required ? "GGUF model file" : "GGUF model file (default: the embedded default model, SmolLM2-135M-Instruct, fetched on first use)");
+  auto* m = sub->add_option("-m,--model", o.model, model_required ? "GGUF model file or install directory (turbospark pack)" : "GGUF model file or install directory (default: the embedded default model, SmolLM2-135M-Instruct, fetched on first use)");
   if (model_required) m->required();
   sub->add_option("-t,--threads", o.threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1024));
   sub->add_option("--ctx", o.ctx, "context size in tokens (KV cache positions)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   sub->add_option("--batch", o.batch, "tokens per forward call in prefill")->check(CLI::Range(int64_t{1}, int64_t{8192}));
+
+  const char* g = "Expert residency (MoE models)";
+  sub->add_option("--expert-residency", o.residency,
+                  "where routed experts live: resident (loaded up front), mapped (in place, the OS decides), streamed "
+                  "(a slot cache filled from disk), auto (resident if it fits the memory budget, else streamed)")
+      ->check(CLI::IsMember({"auto", "resident", "mapped", "streamed"}))->group(g)->capture_default_str();
+  sub->add_option("--expert-cache-mb", o.cache_mb, "streamed: expert cache size over all layers (default: what the budget allows)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->group(g);
+  sub->add_option("--expert-cache-slots", o.cache_slots, "streamed: expert cache slots per layer")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(g);
+  sub->add_option("--memory-budget-mb", o.memory_budget_mb, "memory the process may use (default: the cgroup limit and MemAvailable)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->group(g);
+  sub->add_option("--expert-policy", o.policy, "streamed: eviction policy")->check(CLI::IsMember({"lfu", "lru"}))->group(g)->capture_default_str();
+  sub->add_flag("--direct-io", o.direct_io, "read experts with O_DIRECT (bypassing the page cache)")->group(g);
+  sub->add_option("--expert-prefetch", o.prefetch,
+                  "streamed: read the next layer's predicted experts ahead (auto: when the cache holds at most half "
+                  "of each layer's experts)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))->group(g)->capture_default_str();
+  sub->add_option("--expert-readers", o.reader_threads, "expert reader threads (default 4)")->check(CLI::Range(1, 64))->group(g);
+  sub->add_option("--expert-read-chunk-kb", o.read_chunk_kb, "bytes per expert read, in KiB (a multiple of 4; default 1024)")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 20))->group(g);
+
+  const char* ig = "Instrumentation";
+  sub->add_flag("--phases", o.phases, "print wall-clock phases, expert hits and bytes read after the run (also TURBOSPARK_PHASES=1)")->group(ig);
+  sub->add_option("--phases-json", o.phases_json, "write the same figures as JSON to this file")->group(ig);
+  sub->add_option("--router-hist", o.router_hist, "write how often each expert was selected, per layer, as JSON")->group(ig);
+  sub->add_flag("--router-trace", o.router_trace, "with --router-hist: also the selected experts of every token")->group(ig);
   sub->add_option("--precision", o.precision,
                   "CPU matmul activations: int16 (default), exact (f32: the reference path) or int8 (llama.cpp's scheme)")
       ->check(CLI::IsMember({"int16", "exact", "int8"}));
@@ -37,6 +65,33 @@ std::unique_ptr<Backend> make_backend(const ModelOptions& o) {
     device = env && *env ? env : "auto";
   }
   return ts::make_backend(device, resolve_threads(o.threads), parse_precision(o.precision), parse_kv_type(o.kv_type));
+}
+
+LoadOptions load_options(const ModelOptions& o, int64_t logit_rows) {
+  LoadOptions l;
+  ResidencyOptions& r = l.experts;
+  r.mode = o.residency == "resident"   ? ResidencyMode::Resident
+           : o.residency == "mapped"   ? ResidencyMode::Mapped
+           : o.residency == "streamed" ? ResidencyMode::Streamed
+                                       : ResidencyMode::Auto;
+  if ((o.cache_mb || o.cache_slots) && r.mode != ResidencyMode::Streamed)
+    fail("--expert-cache-mb and --expert-cache-slots size the streamed cache: add --expert-residency streamed");
+  if (o.cache_mb && o.cache_slots) fail("give --expert-cache-mb or --expert-cache-slots, not both");
+  r.cache_bytes = static_cast<uint64_t>(o.cache_mb) << 20;
+  r.cache_slots = static_cast<int32_t>(o.cache_slots);
+  r.memory_budget = static_cast<uint64_t>(o.memory_budget_mb) << 20;
+  r.policy = o.policy == "lru" ? EvictionPolicy::LRU : EvictionPolicy::LFU;
+  r.prefetch = o.prefetch == "on" ? PrefetchMode::On : o.prefetch == "off" ? PrefetchMode::Off : PrefetchMode::Auto;
+  r.read.direct_io = o.direct_io;
+  if (o.reader_threads) r.read.threads = o.reader_threads;
+  if (o.read_chunk_kb) {
+    if (o.read_chunk_kb % 4) fail("--expert-read-chunk-kb must be a multiple of 4 (O_DIRECT reads whole pages)");
+    r.read.chunk_bytes = static_cast<uint64_t>(o.read_chunk_kb) << 10;
+  }
+  l.run.n_ctx = o.ctx;
+  l.run.batch = o.batch;
+  l.run.logit_rows = logit_rows;
+  return l;
 }
 
 }  // namespace ts::cli

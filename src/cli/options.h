@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "model/model.h"
 
 namespace ts::cli {
 
@@ -13,6 +14,18 @@ struct ModelOptions {
   int threads = 0;    // 0: all available cores
   int64_t ctx = 4096;
   int64_t batch = 256;
+  // Routed experts (MoE models).
+  std::string residency = "auto";
+  int64_t cache_mb = 0, cache_slots = 0, memory_budget_mb = 0;
+  std::string policy = "lfu";
+  bool direct_io = false;
+  std::string prefetch = "auto";
+  int reader_threads = 0;
+  int64_t read_chunk_kb = 0;
+  // Instrumentation.
+  bool phases = false;
+  std::string phases_json, router_hist;
+  bool router_trace = false;
   std::string precision = "int16";
   std::string kv_type = "f32";
   std::string device;  // cpu, cuda, auto; empty: $TURBOSPARK_DEVICE, else auto
@@ -24,5 +37,7 @@ int resolve_threads(int requested);
 std::string resolve_model(const ModelOptions& o);
 // The backend for --device (and --threads, --precision, --kv-type for the CPU).
 std::unique_ptr<Backend> make_backend(const ModelOptions& o);
+// How to load it: the expert residency options, and the run's shape for the auto budget.
+LoadOptions load_options(const ModelOptions& o, int64_t logit_rows);
 
 }  // namespace ts::cli

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "util/error.h"
+#include "util/phase_clock.h"
 
 namespace ts {
 namespace {
@@ -79,6 +80,7 @@ Forward::~Forward() {
 }
 
 void Forward::attention_block(int64_t l, Act x) {
+  PhaseScope phase(Phase::Attention);
   const HParams& hp = m_.hp();
   const Family& f = m_.family();
   const LayerWeights& w = m_.layer(l);
@@ -120,7 +122,9 @@ void Forward::ffn_block(int64_t l, Act x) {
   if (moe_) {
     Act h = h_.first(n);
     be_.rms_norm(x, w.ffn_norm, hp.norm_eps, hp.n_embd, h);
-    moe_->forward(m_.experts(), l, w.router, w.router_bias, h, y, opt_.expert_order);
+    NextRouter next;  // lets the store read the next layer's likely experts ahead
+    if (l + 1 < hp.n_layer && m_.layer(l + 1).router.data) next = {&m_.layer(l + 1).router, m_.layer(l + 1).router_bias, m_.layer(l + 1).ffn_norm, hp.norm_eps};
+    moe_->forward(m_.experts(), l, w.router, w.router_bias, h, y, opt_.expert_order, x, next);
     moe_routing_[l] = moe_->last_routing();
   } else {
     FfnWeights fw;
@@ -176,6 +180,7 @@ void Forward::head_pass(int64_t n, int64_t first, int64_t m) {
 }
 
 void Forward::run(std::span<const SeqStep> seqs) {
+  PhaseScope phase(Phase::DenseCompute);  // attention and the MoE layer mark their own phases
   const HParams& hp = m_.hp();
   const int64_t V = hp.n_vocab;
   ids_.clear();

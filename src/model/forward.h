@@ -22,7 +22,7 @@ namespace ts {
 
 struct ForwardOptions {
   int64_t max_batch = 256;  // rows (tokens of all sequences) per forward call
-  ExpertOrder expert_order = ExpertOrder::Ascending;
+  ExpertOrder expert_order = ExpertOrder::Router;
   const Steering* steering = nullptr;  // residual edits after each block, or none
 };
 

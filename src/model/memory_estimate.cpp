@@ -9,27 +9,24 @@ namespace ts {
 namespace {
 
 constexpr uint64_t kF = sizeof(float);
-// Allocator overhead, the binary, libraries and small buffers that are not listed.
-constexpr uint64_t kSlack = uint64_t{64} << 20;
 
 uint64_t mul(uint64_t a, uint64_t b) { return checked_mul(a, b, "memory estimate"); }
 
 }  // namespace
 
 std::string MemoryEstimate::describe() const {
-  return fmt::format("weights {} (mapped), KV cache {} for {} positions, activations {} for batches of {}, logits {}",
-                     format_bytes(weights), format_bytes(kv_cache), n_ctx, format_bytes(activations), batch,
-                     format_bytes(logits));
+  return fmt::format("weights {} (mapped), {}KV cache {} for {} positions, activations {} for batches of {}, logits {}",
+                     format_bytes(weights), experts ? fmt::format("experts {}, ", format_bytes(experts)) : std::string(),
+                     format_bytes(kv_cache), n_ctx, format_bytes(activations), batch, format_bytes(logits));
 }
 
 // Mirrors the buffers of model/forward.cpp, model/kv_cache.cpp and moe/moe_layer.cpp; the memory
 // test (tests/model/memory_estimate_test.cpp) checks it stays above what a run really takes.
-MemoryEstimate estimate_run_memory(const Model& m, int64_t n_ctx, int64_t batch, int64_t logit_rows) {
-  const HParams& h = m.hp();
+MemoryEstimate estimate_run_memory(const HParams& h, uint64_t weights, int64_t n_ctx, int64_t batch, int64_t logit_rows) {
   MemoryEstimate e;
   e.n_ctx = n_ctx;
   e.batch = batch;
-  e.weights = m.gguf().file().size();
+  e.weights = weights;
   const uint64_t B = static_cast<uint64_t>(batch), V = static_cast<uint64_t>(h.n_vocab);
   const uint64_t E = static_cast<uint64_t>(h.n_embd), q = static_cast<uint64_t>(h.n_head * h.head_dim),
                  kv = static_cast<uint64_t>(h.n_head_kv * h.head_dim);
@@ -50,8 +47,14 @@ MemoryEstimate estimate_run_memory(const Model& m, int64_t n_ctx, int64_t batch,
   return e;
 }
 
+MemoryEstimate estimate_run_memory(const Model& m, int64_t n_ctx, int64_t batch, int64_t logit_rows) {
+  MemoryEstimate e = estimate_run_memory(m.hp(), m.resident_weight_bytes(), n_ctx, batch, logit_rows);
+  if (m.hp().is_moe() && m.residency().mode != ResidencyMode::Mapped) e.experts = m.residency().expert_memory;
+  return e;
+}
+
 void check_run_memory(const MemoryEstimate& e, const MemoryLimits& lim, uint64_t rss, uint64_t vm) {
-  const uint64_t need = checked_add(e.resident(), kSlack, "memory estimate");
+  const uint64_t need = checked_add(e.resident(), kRunSlack, "memory estimate");
   const uint64_t may = lim.budget(rss);
   if (checked_add(rss, need, "memory estimate") > may)
     fail("not enough memory for this run: it needs about {} ({}) on top of the {} this process holds, but it may use "
@@ -59,7 +62,8 @@ void check_run_memory(const MemoryEstimate& e, const MemoryLimits& lim, uint64_t
          format_bytes(need), e.describe(), format_bytes(rss), format_bytes(may), format_bytes(lim.mem_available),
          lim.cgroup_limit ? fmt::format(", cgroup limit {}", format_bytes(lim.cgroup_limit)) : std::string());
   if (lim.address_space_limit) {
-    // The model is mapped and the threads are started already, so `vm` counts them.
+    // The model is mapped and the threads are started already, so `vm` counts them; the experts'
+    // memory is still to come.
     const uint64_t to_come = need - e.weights;
     const uint64_t left = lim.address_space_limit > vm ? lim.address_space_limit - vm : 0;
     if (to_come > left)

@@ -1,13 +1,26 @@
 #include "model/model.h"
 
+#include <optional>
+
+#include "install/manifest.h"
+#include "model/memory_estimate.h"
 #include "model/tensor_binding.h"
 #include "util/error.h"
 
 namespace ts {
 
-std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
+std::unique_ptr<Model> Model::load(const std::string& path, Backend& be, const LoadOptions& o) {
   auto m = std::make_unique<Model>();
-  m->gguf_ = GgufFile::open(path);
+  // An install directory (turbospark pack): the resident tensors are a GGUF, the experts are blobs.
+  std::optional<InstallManifest> install;
+  if (is_install_dir(path)) {
+    install = read_manifest(path);
+    m->gguf_ = GgufFile::open(install->path(kResidentName));
+  } else {
+    m->gguf_ = GgufFile::open(path);
+    if (m->gguf_->get_bool(kResidentCoreKey, false))
+      fail("'{}' holds only the resident tensors of an install directory: pass the directory to -m", path);
+  }
   const GgufFile& g = *m->gguf_;
   m->hp_ = HParams::from_gguf(g);
   const HParams& h = m->hp_;
@@ -61,7 +74,13 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be) {
   }
   if (h.is_moe()) {
     if (h.n_ff_expert <= 0) fail("'{}': the expert width (expert_feed_forward_length) is missing", g.path());
-    m->experts_ = make_resident_experts(g, be, h.n_layer, h.n_expert, h.n_embd, h.n_ff_expert, f.expert_bias);
+    auto src = install ? expert_source_from_install(*install, h, f) : expert_source_from_gguf(g, h, f);
+    m->resident_weights_ = install ? g.file().size() : g.file().size() - src->total_expert_bytes();
+    m->experts_ = bind_experts(std::move(src), g, m->resident_weights_, h, o.experts, o.run, be);
+    prefault_resident_core(g);
+  } else {
+    m->resident_weights_ = g.file().size();
+    check_run_memory(estimate_run_memory(h, m->resident_weights_, o.run.n_ctx, o.run.batch, o.run.logit_rows));
   }
   return m;
 }

@@ -8,8 +8,8 @@
 #include "backend/backend.h"
 #include "gguf/gguf.h"
 #include "model/family.h"
+#include "model/expert_binding.h"
 #include "model/hparams.h"
-#include "moe/expert_store.h"
 
 namespace ts {
 
@@ -26,10 +26,18 @@ struct LayerWeights {
   const float* router_bias = nullptr;
 };
 
+struct LoadOptions {
+  ResidencyOptions experts;  // where routed experts live (MoE models)
+  RunShape run;              // the run's context and batch, for the auto residency's budget
+};
+
 class Model {
  public:
-  // Opens and validates a GGUF model; every tensor the family needs is bound to `be` here.
-  static std::unique_ptr<Model> load(const std::string& path, Backend& be);
+  // Opens and validates a GGUF model; every tensor the family needs is bound to `be` here, and the
+  // routed experts get the store `o.experts` chooses. A run of shape `o.run` that would not fit in
+  // the memory the process may use is refused here, with the sizes, before anything big is read or
+  // allocated (check_run_memory).
+  static std::unique_ptr<Model> load(const std::string& path, Backend& be, const LoadOptions& o = {});
 
   const GgufFile& gguf() const { return *gguf_; }
   const HParams& hp() const { return hp_; }
@@ -39,7 +47,12 @@ class Model {
   const float* output_norm() const { return output_norm_; }
   const float* rope_freqs() const { return rope_freqs_; }  // rope_freqs.weight, or null
   const LayerWeights& layer(int64_t l) const { return layers_[l]; }
-  ExpertStore& experts() const { return *experts_; }
+  ExpertStore& experts() const { return *experts_.store; }
+  const std::shared_ptr<const ExpertSource>& expert_source() const { return experts_.source; }
+  const ResidencyChoice& residency() const { return experts_.choice; }
+  // The mapped weights a run keeps in memory: the whole file of a dense model, the resident core
+  // (every tensor but the experts) of an MoE model (model/memory_estimate.h says why).
+  uint64_t resident_weight_bytes() const { return resident_weights_; }
 
  private:
   std::unique_ptr<GgufFile> gguf_;
@@ -49,7 +62,8 @@ class Model {
   const float* output_norm_ = nullptr;
   const float* rope_freqs_ = nullptr;
   std::vector<LayerWeights> layers_;
-  std::unique_ptr<ExpertStore> experts_;
+  uint64_t resident_weights_ = 0;
+  BoundExperts experts_;
 };
 
 }  // namespace ts

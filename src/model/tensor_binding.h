@@ -3,12 +3,21 @@
 // (or silently computes garbage) in the middle of a forward pass.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 
 namespace ts {
 
 class GgufFile;
+struct GgufTensor;
+
+// The tensor `name` checked to exist with dims `want` (ggml order; trailing 1s may be omitted) and a
+// type TurboSpark computes with; check_shape is the same check on a tensor described elsewhere (an
+// install manifest), `file` naming where.
+const GgufTensor& check_tensor(const GgufFile& g, const std::string& name, std::vector<uint64_t> want);
+void check_shape(const std::string& file, const std::string& name, GgmlType type, const std::vector<uint64_t>& dims,
+                 std::vector<uint64_t> want);
 
 // A matrix of `rows` rows of `cols` elements, optionally a stack of `stack` such matrices
 // (routed experts): returned with rows * stack rows.

@@ -1,41 +1,110 @@
 #include "moe/moe_layer.h"
 
+#include <algorithm>
+
+#include "moe/router_recorder.h"
+#include "util/phase_clock.h"
+
 namespace ts {
 MoeLayer::MoeLayer(Backend& be, const MoeShape& s, int64_t max_tokens) : be_(be), s_(s) {
   logits_ = be.alloc(max_tokens, s.n_expert);
   xe_ = be.alloc(max_tokens, s.n_embd);
   down_ = be.alloc(max_tokens, s.n_embd);
   slots_ = be.alloc(max_tokens * s.k, s.n_embd);
+  predict_x_ = be.alloc(max_tokens, s.n_embd);
   host_logits_.resize(max_tokens * s.n_expert);
 }
 
 MoeLayer::~MoeLayer() {
-  for (Act* a : {&logits_, &xe_, &down_, &slots_}) be_.release(*a);
+  for (Act* a : {&logits_, &xe_, &down_, &slots_, &predict_x_}) be_.release(*a);
 }
 
-void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x,
-                       Act out, ExpertOrder order) {
+void MoeLayer::route_tokens(const Mat& router, const float* bias, Act x, int64_t layer, Routing& out) {
+  Act logits = logits_.first(x.n);
+  be_.matmul(router, x, logits);
+  be_.to_host(logits, host_logits_.data());
+  route(s_.contract, host_logits_.data(), bias, x.n, s_.n_expert, s_.k, layer, out);
+}
+
+// The distinct experts of a routing, in the order of their first appearance in (token, rank) order:
+// the experts the batch's first token ranks highest come first.
+void MoeLayer::distinct_experts(const Routing& r, ExpertOrder order, std::vector<int32_t>& out) {
+  out.clear();
+  seen_.assign(s_.n_expert, 0);
+  for (int32_t e : r.experts)
+    if (!seen_[e]++) out.push_back(e);
+  if (order == ExpertOrder::Ascending) std::sort(out.begin(), out.end());
+  if (order == ExpertOrder::Descending) std::sort(out.begin(), out.end(), std::greater<>());
+}
+
+void MoeLayer::compute_expert(const ExpertLease& lease, Act x) {
+  const int32_t e = lease.expert();
+  const ExpertView& w = lease.view();
+  const int64_t m = static_cast<int64_t>(tokens_[e].size());
+  Act xe = xe_.first(m), d = down_.first(m);
+  be_.gather_rows(x, tokens_[e].data(), m, xe);
+  FfnWeights fw;
+  fw.gate = &w.gate;
+  fw.up = &w.up;
+  fw.down = &w.down;
+  fw.gate_bias = w.gate_bias;
+  fw.up_bias = w.up_bias;
+  fw.down_bias = w.down_bias;
+  fw.act = s_.activation;
+  be_.ffn(xe, fw, d);
+  be_.scatter_rows(d, slots_of_[e].data(), m, slots_);
+}
+
+// Every expert of the layer, taken once through the store's leases. Only for resident stores, whose
+// leases pin nothing and whose experts stay at the same address for the store's lifetime, so the
+// table stays valid after the leases are released.
+const std::vector<ExpertView>& MoeLayer::layer_table(ExpertStore& store, int64_t layer) {
+  if (tables_.size() <= static_cast<size_t>(layer)) tables_.resize(layer + 1);
+  std::vector<ExpertView>& table = tables_[layer];
+  if (table.empty()) {
+    std::vector<int32_t> all(s_.n_expert);
+    for (int32_t e = 0; e < s_.n_expert; ++e) all[e] = e;
+    store.request(layer, all);
+    table.resize(s_.n_expert);
+    while (ExpertLease lease = store.next()) table[lease.expert()] = lease.view();
+  }
+  return table;
+}
+
+void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x, Act out,
+                       ExpertOrder order, Act residual, const NextRouter& next) {
   const int64_t n = x.n, k = s_.k;
   // Experts that stay put can be run by the backend as one operation (on a GPU: routing, expert
   // FFNs and the combine without a host round trip); when it declines, the loop below defines it.
-  if (store.resident()) {
-    if (tables_.size() <= static_cast<size_t>(layer)) tables_.resize(layer + 1);
-    std::vector<ExpertView>& table = tables_[layer];
-    if (table.empty())
-      for (int64_t e = 0; e < s_.n_expert; ++e) table.push_back(store.get(layer, e));
-    const RoutedExperts op{layer, s_.contract, s_.activation, k, &router, router_bias, table};
+  // A router recording needs the routing on the host, so it keeps the loop.
+  on_backend_ = false;
+  if (store.resident() && be_.offers_routed_experts() && !RouterRecorder::active()) {
+    const RoutedExperts op{layer, s_.contract, s_.activation, k, &router, router_bias, layer_table(store, layer)};
     on_backend_ = be_.routed_experts(op, x, out);
     if (on_backend_) {
       routing_ = Routing{};
       return;
     }
   }
-  on_backend_ = false;
-  Act logits = logits_.first(n);
-  be_.matmul(router, x, logits);
-  be_.to_host(logits, host_logits_.data());
-  route(s_.contract, host_logits_.data(), router_bias, n, s_.n_expert, k, layer, routing_);
+  {
+    PhaseScope phase(Phase::Router);
+    route_tokens(router, router_bias, x, layer, routing_);
+    if (RouterRecorder* rec = RouterRecorder::active()) rec->record(layer, routing_);
+    distinct_experts(routing_, order, experts_);
+    store.request(layer, experts_);
+    // Predict the next layer's experts from this layer's input and let the store read them while
+    // this layer computes. A wrong guess costs a read, never a wrong result: the next layer routes
+    // for real and asks for what it needs.
+    if (next.router && residual.data && store.wants_prefetch()) {
+      Act px = predict_x_.first(n);
+      be_.rms_norm(residual, next.norm, next.norm_eps, s_.n_embd, px);
+      route_tokens(*next.router, next.bias, px, layer + 1, predicted_);
+      distinct_experts(predicted_, ExpertOrder::Router, predicted_experts_);
+      store.prefetch(layer + 1, predicted_experts_);
+    }
+  }
 
+  PhaseScope phase(Phase::ExpertCompute);
   // Group the (token, rank) slots by expert so each expert's weights are read once per batch.
   // The per-expert lists are members so their capacity is reused from call to call.
   tokens_.resize(s_.n_expert);
@@ -50,24 +119,9 @@ void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, con
       tokens_[e].push_back(static_cast<int32_t>(t));
       slots_of_[e].push_back(static_cast<int32_t>(t * k + r));
     }
-  for (int64_t i = 0; i < s_.n_expert; ++i) {
-    const int64_t e = order == ExpertOrder::Ascending ? i : s_.n_expert - 1 - i;
-    const int64_t m = static_cast<int64_t>(tokens_[e].size());
-    if (m == 0) continue;
-    const ExpertView w = store.get(layer, e);
-    Act xe = xe_.first(m), d = down_.first(m);
-    be_.gather_rows(x, tokens_[e].data(), m, xe);
-    FfnWeights fw;
-    fw.gate = &w.gate;
-    fw.up = &w.up;
-    fw.down = &w.down;
-    fw.gate_bias = w.gate_bias;
-    fw.up_bias = w.up_bias;
-    fw.down_bias = w.down_bias;
-    fw.act = s_.activation;
-    be_.ffn(xe, fw, d);
-    be_.scatter_rows(d, slots_of_[e].data(), m, slots_);
-  }
+  // Experts come in the order they are ready; each lease is released before asking for the next, so
+  // even a cache of one slot per layer makes progress.
+  while (ExpertLease lease = store.next()) compute_expert(lease, x);
   be_.combine_ranked(slots_.first(n * k), routing_.weights.data(), k, out);
 }
 

@@ -1,23 +1,34 @@
 // The routed-expert layer shared by every MoE family: router logits (f32) -> the family's contract
-// -> experts in ranking order -> expert FFNs -> weighted sum in ranking order.
+// -> the layer's distinct experts handed to the ExpertStore in router rank order -> expert FFNs in
+// the order the store makes them ready -> weighted sum in router rank order.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "backend/backend.h"
-#include "moe/expert_store.h"
 #include "moe/router.h"
+#include "residency/expert_store.h"
 
 namespace ts {
 
-// The order in which experts are *computed* (never the order they are summed in). Only tests
-// change it, to show the output bytes do not depend on it.
-enum class ExpertOrder { Ascending, Descending };
+// The order in which experts are *asked for* (and, for stores whose experts are all in memory,
+// computed): router rank order of first appearance by default; by expert index only in tests, to
+// show the output bytes do not depend on it.
+enum class ExpertOrder { Router, Ascending, Descending };
 
 struct MoeShape {
   int64_t n_embd, n_ff, n_expert, k;
   RouterContract contract;
   Activation activation;
+};
+
+// The next MoE layer's router and the norm in front of it: with these the layer predicts the next
+// layer's experts from its own input and lets the store read them ahead (one-layer-ahead prefetch).
+struct NextRouter {
+  const Mat* router = nullptr;  // nullptr: no next MoE layer (or no prediction wanted)
+  const float* bias = nullptr;
+  const float* norm = nullptr;
+  float norm_eps = 0;
 };
 
 class MoeLayer {
@@ -27,20 +38,28 @@ class MoeLayer {
   MoeLayer(const MoeLayer&) = delete;
   MoeLayer& operator=(const MoeLayer&) = delete;
 
-  // out = MoE(x) for x.n tokens; `layer` selects the experts and names errors.
+  // out = MoE(x) for x.n tokens; `layer` selects the experts and names errors. `residual` is the
+  // un-normalised input (the prediction for `next` normalises it with the next layer's norm).
   void forward(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x, Act out,
-               ExpertOrder order);
+               ExpertOrder order, Act residual = {}, const NextRouter& next = {});
   // Empty when the backend ran the layer (the routing stayed on the device).
   const Routing& last_routing() const { return routing_; }
   // Whether the last forward() ran as one backend operation (Backend::routed_experts).
   bool last_on_backend() const { return on_backend_; }
 
  private:
+  void route_tokens(const Mat& router, const float* bias, Act x, int64_t layer, Routing& out);
+  void distinct_experts(const Routing& r, ExpertOrder order, std::vector<int32_t>& out);
+  void compute_expert(const ExpertLease& lease, Act x);
+  const std::vector<ExpertView>& layer_table(ExpertStore& store, int64_t layer);
+
   Backend& be_;
   MoeShape s_;
-  Act logits_, xe_, down_, slots_;
+  Act logits_, xe_, down_, slots_, predict_x_;
   std::vector<float> host_logits_;
-  Routing routing_;
+  Routing routing_, predicted_;
+  std::vector<int32_t> experts_, predicted_experts_;
+  std::vector<uint8_t> seen_;
   std::vector<std::vector<int32_t>> tokens_, slots_of_;  // per expert: token rows, (token, rank) slots
   std::vector<std::vector<ExpertView>> tables_;          // per layer: every expert, for routed_experts
   bool on_backend_ = false;

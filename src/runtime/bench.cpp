@@ -57,8 +57,7 @@ uint64_t decode_weight_bytes(const Model& m) {
     for (const Mat* x : {&w.q, &w.k, &w.v, &w.o, &w.ffn_gate, &w.ffn_up, &w.ffn_down, &w.router}) bytes += mat_bytes(*x);
     bytes += static_cast<uint64_t>(h.n_embd) * 4 * 2;  // the two norms (biases and sinks are smaller still)
     if (h.is_moe()) {
-      const ExpertView x = m.experts().get(l, 0);
-      bytes += static_cast<uint64_t>(h.n_expert_used) * (mat_bytes(x.gate) + mat_bytes(x.up) + mat_bytes(x.down));
+      bytes += static_cast<uint64_t>(h.n_expert_used) * m.expert_source()->expert_bytes(l);
     }
   }
   return bytes;

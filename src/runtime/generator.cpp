@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "util/error.h"
+#include "util/phase_clock.h"
 
 namespace ts {
 namespace {
@@ -42,7 +43,11 @@ GenerationStats Generator::generate(const std::vector<int32_t>& prompt, int64_t 
       capture_ = nullptr;
     }
     fwd_.run(std::span<const SeqStep>(&step, 1));
-    const std::optional<SampledToken> t = seq_.advance();
+    std::optional<SampledToken> t;
+    {
+      PhaseScope phase(Phase::Sampling);  // sampling, and the detokenizing that comes with it
+      t = seq_.advance();
+    }
     if (!t) continue;
     if (seq_.generated() == 1) t1 = now_seconds();
     if (!on_text(t->text)) seq_.cancel();

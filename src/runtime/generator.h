@@ -23,6 +23,7 @@ struct GenerationStats {
   double prompt_seconds = 0, decode_seconds = 0;
   bool hit_eog = false;
   std::string summary() const;  // "prompt N tok, X tok/s | decode M tok, Y tok/s"
+  int64_t forward_tokens() const { return prompt_tokens + (generated > 0 ? generated - 1 : 0); }  // tokens run through the model
 };
 
 class Generator {

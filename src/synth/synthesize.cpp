@@ -10,12 +10,12 @@
 
 #include "gguf/gguf_writer.h"
 #include "quant/kernels.h"
-#include "synth/interrupt.h"
-#include "synth/progress.h"
 #include "synth/synth_metadata.h"
 #include "synth/synth_tensors.h"
 #include "synth/weight_rng.h"
 #include "util/error.h"
+#include "util/interrupt.h"
+#include "util/progress.h"
 
 namespace ts::synth {
 namespace {
@@ -77,7 +77,7 @@ SynthResult synthesize(const SynthConfig& config, const std::string& out, Thread
   w.begin_data();
   const uint64_t total = w.written_bytes() + w.data_bytes();
   std::unique_ptr<Progress> progress;
-  if (opt.progress) progress = std::make_unique<Progress>(total);
+  if (opt.progress) progress = std::make_unique<Progress>("synth", total);
 
   DoubleBufferedSink sink(w);
   uint64_t submitted = w.written_bytes();

@@ -14,8 +14,12 @@ namespace {
 
 // How long an idle thread polls before it sleeps. Ops of a decode step follow each other within
 // microseconds, so a short spin avoids a futex round trip (several microseconds each way) per op;
-// past this, the thread gives its core back (the machine may be shared).
-constexpr auto kSpin = std::chrono::microseconds(200);
+// past this, the thread gives its core back. Kept short because the machine may be shared: on 2
+// cores under a load average of 10-15, 50 us instead of 200 us ran gpt-oss mini 2-5x faster (pp128
+// and tg32, interleaved A/B; 1 ms was 10x slower): the scheduler charges spinning against the
+// threads' fair share, so they wait longer for a core when there is work. Yielding while spinning
+// was worse still (the core goes to other processes).
+constexpr auto kSpin = std::chrono::microseconds(50);
 
 void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <random>
+#include <span>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -321,11 +322,27 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
 class VectorStore final : public ExpertStore {
  public:
   explicit VectorStore(std::vector<ExpertView> v) : v_(std::move(v)) {}
-  ExpertView get(int64_t, int64_t e) override { return v_[e]; }
+  void request(int64_t layer, std::span<const int32_t> experts) override {
+    layer_ = layer;
+    asked_.assign(experts.begin(), experts.end());
+    next_ = 0;
+  }
+  ExpertLease next() override {
+    if (next_ >= asked_.size()) return {};
+    const int32_t e = asked_[next_++];
+    return make_lease(layer_, e, -1, v_[e]);
+  }
+  ExpertStats stats() const override { return {}; }
   bool resident() const override { return true; }
+
+ protected:
+  void release(int64_t, int32_t) override {}
 
  private:
   std::vector<ExpertView> v_;
+  int64_t layer_ = 0;
+  std::vector<int32_t> asked_;
+  size_t next_ = 0;
 };
 
 TEST_F(Ops, RoutedExpertsMatchTheLayerLoop) {
@@ -359,8 +376,11 @@ TEST_F(Ops, RoutedExpertsMatchTheLayerLoop) {
         const float* bias_c = c == RouterContract::BiasedTopKSoftmax ? bc : nullptr;
         layer.forward(store, 0, rc, bias_c, x.cpu, out.cpu, ExpertOrder::Ascending);
         EXPECT_FALSE(layer.last_on_backend());
-        const RoutedExperts op{0, c, act, k, &rg, c == RouterContract::BiasedTopKSoftmax ? bg : nullptr, eg};
-        ASSERT_TRUE(gpu_->routed_experts(op, x.gpu, out.gpu));
+        // The GPU gets the layer through the same seam: the resident store's experts, one operation.
+        VectorStore gstore(eg);
+        MoeLayer glayer(*gpu_, MoeShape{d, ff, E, k, c, act}, n);
+        glayer.forward(gstore, 0, rg, c == RouterContract::BiasedTopKSoftmax ? bg : nullptr, x.gpu, out.gpu, ExpertOrder::Ascending);
+        ASSERT_TRUE(glayer.last_on_backend());
         const bool exact = n <= 4 || t == GgmlType::F32;
         EXPECT_LT(diff(out), exact ? 1e-4 : 5e-3);
       }

@@ -1,4 +1,4 @@
-// Experts may be computed in any order (and, later, fetched from anywhere); the output bytes must
+// Experts may be computed in any order (and fetched from anywhere); the output bytes must
 // not change, because each token's expert outputs are summed in router rank order. Checked through
 // the CLI (--expert-order on the prefill path, where experts are grouped across tokens) and with a
 // recording ExpertStore that shows the computation order really changed while the result equals a
@@ -24,32 +24,41 @@ std::string fixture_name(const testing::TestParamInfo<Fixture>& p) { return test
 
 class ExpertOrderCli : public testing::TestWithParam<Fixture> {};
 
-TEST_P(ExpertOrderCli, AscendingAndDescendingGiveTheSameBytes) {
+TEST_P(ExpertOrderCli, RouterAscendingAndDescendingGiveTheSameBytes) {
   const Fixture& f = GetParam();
   test::ScratchDir dir;
   std::vector<std::vector<float>> out;
-  for (const char* order : {"ascending", "descending"}) {
+  for (const char* order : {"router", "ascending", "descending"}) {
     const std::string path = dir.file(std::string(order) + ".f32");
     const test::CliRun r = test::run_cli({"logits", "-m", f.gguf(), "--tokens", f.tokens(), "-o", path, "--expert-order", order});
     ASSERT_TRUE(r.exited && r.code == 0) << order << ": " << r.err;
     out.push_back(test::read_floats(path));
   }
   EXPECT_TRUE(test::same_bytes(out[0], out[1]));
+  EXPECT_TRUE(test::same_bytes(out[0], out[2]));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ExpertOrderCli, testing::ValuesIn(test::moe_fixtures()), fixture_name);
 
-// Delegates to the model's store and records which experts were asked for, in order.
+// Delegates to the model's store and records which experts were asked for and handed out, in order.
 class RecordingStore final : public ExpertStore {
  public:
   explicit RecordingStore(ExpertStore& inner) : inner_(inner) {}
-  ExpertView get(int64_t layer, int64_t expert) override {
-    calls.push_back(expert);
-    return inner_.get(layer, expert);
+  void request(int64_t layer, std::span<const int32_t> experts) override {
+    requested.assign(experts.begin(), experts.end());
+    inner_.request(layer, experts);
   }
-  // Not resident: every expert must be fetched through get(), so the calls can be recorded.
-  bool resident() const override { return false; }
+  ExpertLease next() override {
+    ExpertLease l = inner_.next();
+    if (l) calls.push_back(l.expert());
+    return l;
+  }
+  ExpertStats stats() const override { return inner_.stats(); }
   std::vector<int64_t> calls;
+  std::vector<int32_t> requested;
+
+ protected:
+  void release(int64_t, int32_t) override {}  // the inner store's leases release themselves
 
  private:
   ExpertStore& inner_;
@@ -71,8 +80,11 @@ class ExpertOrderStore : public testing::TestWithParam<Fixture> {
   void TearDown() override { be_->release(x_); }
 
   // One expert's FFN on one token, computed alone.
-  std::vector<float> expert_on_token(int64_t layer, int64_t e, int64_t t) {
-    const ExpertView w = model_->experts().get(layer, e);
+  std::vector<float> expert_on_token(int64_t layer, int32_t e, int64_t t) {
+    ExpertStore& store = model_->experts();
+    store.request(layer, std::span<const int32_t>(&e, 1));
+    ExpertLease lease = store.next();
+    const ExpertView& w = lease.view();
     Act x = be_->alloc(1, shape_.n_embd), g = be_->alloc(1, shape_.n_ff), u = be_->alloc(1, shape_.n_ff);
     Act a = be_->alloc(1, shape_.n_ff), d = be_->alloc(1, shape_.n_embd);
     std::copy(x_.row(t), x_.row(t) + x_.dim, x.data);
@@ -114,22 +126,32 @@ TEST_P(ExpertOrderStore, ReductionFollowsRouterRankNotComputationOrder) {
     MoeLayer moe(*be_, shape_, x_.n);
     std::vector<std::vector<float>> outs;
     std::vector<std::vector<int64_t>> calls;
-    for (ExpertOrder order : {ExpertOrder::Ascending, ExpertOrder::Descending}) {
+    std::vector<std::vector<int32_t>> requested;
+    for (ExpertOrder order : {ExpertOrder::Router, ExpertOrder::Ascending, ExpertOrder::Descending}) {
       RecordingStore store(model_->experts());
       Act out = be_->alloc(x_.n, shape_.n_embd);
       moe.forward(store, layer, lw.router, lw.router_bias, x_, out, order);
       outs.emplace_back(out.data, out.data + out.n * out.dim);
       calls.push_back(store.calls);
+      requested.push_back(store.requested);
       be_->release(out);
     }
     const Routing& r = moe.last_routing();
 
-    // Every routed expert was fetched once, in ascending and then in reversed order.
+    // The store is asked for each routed expert once, in router rank order of first appearance by
+    // default; the resident store hands them out in the order asked, so the three runs computed the
+    // experts in three different orders.
+    std::vector<int32_t> first_seen;
+    for (int32_t e : r.experts)
+      if (std::find(first_seen.begin(), first_seen.end(), e) == first_seen.end()) first_seen.push_back(e);
     const std::set<int64_t> routed(r.experts.begin(), r.experts.end());
     ASSERT_GE(routed.size(), 2u) << "all tokens went to one expert: the order cannot differ";
-    EXPECT_EQ(calls[0], std::vector<int64_t>(routed.begin(), routed.end()));
-    EXPECT_EQ(calls[1], std::vector<int64_t>(routed.rbegin(), routed.rend()));
+    EXPECT_EQ(requested[0], first_seen);
+    EXPECT_EQ(calls[0], std::vector<int64_t>(first_seen.begin(), first_seen.end()));
+    EXPECT_EQ(calls[1], std::vector<int64_t>(routed.begin(), routed.end()));
+    EXPECT_EQ(calls[2], std::vector<int64_t>(routed.rbegin(), routed.rend()));
     EXPECT_TRUE(test::same_bytes(outs[0], outs[1]));
+    EXPECT_TRUE(test::same_bytes(outs[0], outs[2]));
 
     // Each token's output is exactly the rank-ordered weighted sum of its experts' outputs. The same
     // sum in expert-index order (the computation order) is kept to show the check can tell them

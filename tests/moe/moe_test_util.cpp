@@ -7,15 +7,6 @@
 
 namespace ts::test {
 
-std::vector<Fixture> moe_fixtures() {
-  std::vector<Fixture> v;
-  for (const Fixture& f : model_fixtures()) {
-    const auto g = GgufFile::open(f.gguf());
-    if (g->get_int(g->get_string("general.architecture") + ".expert_count", 0) > 0) v.push_back(f);
-  }
-  return v;
-}
-
 GgufCopy GgufCopy::read(const std::string& path) {
   const auto g = GgufFile::open(path);
   GgufCopy c;

@@ -1,4 +1,4 @@
-// Helpers for the MoE tests: the MoE model fixtures, and a GGUF model copied into memory so that a
+// Helpers for the MoE and residency tests: the MoE model fixtures, and a GGUF model copied into memory so that a
 // test can alter one thing (a tensor's type, a missing tensor, a metadata value, weight values) and
 // write it back with the project's GgufWriter.
 #pragma once
@@ -12,8 +12,16 @@
 
 namespace ts::test {
 
-// The fixtures whose architecture routes experts (<arch>.expert_count > 0).
-std::vector<Fixture> moe_fixtures();
+// The fixtures whose architecture routes experts (<arch>.expert_count > 0). Inline: the residency
+// tests use it without linking the MoE tests' helpers.
+inline std::vector<Fixture> moe_fixtures() {
+  std::vector<Fixture> v;
+  for (const Fixture& f : model_fixtures()) {
+    const auto g = GgufFile::open(f.gguf());
+    if (g->get_int(g->get_string("general.architecture") + ".expert_count", 0) > 0) v.push_back(f);
+  }
+  return v;
+}
 
 struct GgufCopy {
   struct Tensor {

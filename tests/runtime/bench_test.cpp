@@ -6,6 +6,7 @@
 
 #include "cli/cli_harness.h"
 #include "model/forward.h"
+#include "residency/expert_source.h"
 #include "runtime/bench.h"
 #include "util/error.h"
 
@@ -29,15 +30,17 @@ TEST(Bench, TimesEveryRepetitionOfBothTests) {
   EXPECT_LE(r.tg.mean, r.tg.max);
   // Per decode step: every non-expert matrix, k of the experts of each layer, one embedding row.
   const HParams& h = model->hp();
-  uint64_t bytes = model->token_embd().row_stride + model->output().rows * model->output().row_stride;
+  uint64_t bytes = model->token_embd().row_stride + model->output().rows * model->output().row_stride, biases = 0;
   for (int64_t l = 0; l < h.n_layer; ++l) {
     const LayerWeights& w = model->layer(l);
     for (const Mat* m : {&w.q, &w.k, &w.v, &w.o, &w.router}) bytes += m->rows * m->row_stride;
-    const ExpertView x = model->experts().get(l, 0);
-    bytes += h.n_expert_used * (x.gate.rows * x.gate.row_stride + x.up.rows * x.up.row_stride + x.down.rows * x.down.row_stride);
+    const auto& part = model->expert_source()->layer(l).part;
+    bytes += h.n_expert_used * (part[kGate].bytes + part[kUp].bytes + part[kDown].bytes);
+    biases += h.n_expert_used * (part[kGateBias].bytes + part[kUpBias].bytes + part[kDownBias].bytes);
   }
   EXPECT_GE(r.decode_bytes, bytes);
-  EXPECT_LE(r.decode_bytes, bytes + uint64_t(4) * h.n_embd * (2 * h.n_layer + 1));  // plus the norm vectors
+  // plus the experts' biases and the norm vectors
+  EXPECT_LE(r.decode_bytes, bytes + biases + uint64_t(4) * h.n_embd * (2 * h.n_layer + 1));
   c.n_prompt = c.n_gen = 0;
   EXPECT_THROW(run_bench(*model, *be, c), Error);
 }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/attention.h"
 #include "backend/cpu/ops.h"
 #include "quant/kernels.h"
 #include "util/cpu_features.h"
@@ -59,8 +60,10 @@ KvHandle CpuBackend::alloc_kv(int64_t n_layer, int64_t n_ctx, int64_t width) {
   KvSeq seq;
   seq.n_ctx = n_ctx;
   seq.width = width;
-  // Zeroed: the attention kernels read whole blocks of keys and mask the positions not yet written.
-  const size_t bytes = static_cast<size_t>(n_ctx) * width * kv_elem_bytes();
+  // Zeroed, and rounded up to whole attention blocks: the kernels read whole blocks of keys and
+  // values and mask the positions not yet written (or past the context).
+  const int64_t positions = (n_ctx + cpu::kAttnBlock - 1) / cpu::kAttnBlock * cpu::kAttnBlock;
+  const size_t bytes = static_cast<size_t>(positions) * width * kv_elem_bytes();
   for (int64_t l = 0; l < n_layer; ++l) {
     seq.k.emplace_back(new (std::nothrow) uint8_t[bytes]());
     seq.v.emplace_back(new (std::nothrow) uint8_t[bytes]());

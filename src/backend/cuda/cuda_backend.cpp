@@ -197,6 +197,7 @@ class CudaBackend final : public Backend {
     }
     return Mat{host.type, dst, host.rows, host.cols, L.stride};
   }
+  MemKind weight_memory() const override { return MemKind::Device; }
   const float* upload_f32(const std::vector<float>& v) override {
     float* p = nullptr;
     TS_CUDA(cudaMalloc(&p, std::max<size_t>(v.size(), 1) * sizeof(float)));
@@ -363,6 +364,7 @@ class CudaBackend final : public Backend {
     gpu::combine_ranked(slots.data, w, out.n, k, out.dim, out.data, stream_);
   }
   bool routed_experts(const RoutedExperts& op, Act x, Act out) override;
+  bool offers_routed_experts() const override { return true; }
   void steer(Act x, const SteerParams& p) override { gpu::steer(x.data, x.n, x.dim, p, stream_); }
   void select_output_rows(Act x, int64_t first, Act out) override {
     gpu::select_rows(x.data, x.dim, step_, first, out.data, out.n, stream_);

@@ -1,10 +1,10 @@
-// Ctrl-C during a long write: instead of dying with a half-written OUT.partial on disk, the write
-// loop sees the flag at its next row block and throws, and the writer's destructor removes the
-// temporary file. Only SIGINT and SIGTERM are caught, only while a guard is alive.
+// Ctrl-C during a long write (synth, pack): instead of dying with a half-written OUT.partial on
+// disk, the write loop sees the flag at its next block and throws, and the writer's destructor
+// removes the temporary output. Only SIGINT and SIGTERM are caught, only while a guard is alive.
 #pragma once
 #include <csignal>
 
-namespace ts::synth {
+namespace ts {
 
 class InterruptGuard {
  public:
@@ -20,4 +20,4 @@ class InterruptGuard {
   struct sigaction old_int_{}, old_term_{};
 };
 
-}  // namespace ts::synth
+}  // namespace ts

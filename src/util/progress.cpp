@@ -1,15 +1,15 @@
 // Progress drawing; throttled so that a fast write does not spend its time printing.
-#include "synth/progress.h"
+#include "util/progress.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
-namespace ts::synth {
+namespace ts {
 
-Progress::Progress(uint64_t total_bytes)
-    : total_(total_bytes), tty_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()), last_(start_) {}
+Progress::Progress(const char* label, uint64_t total_bytes)
+    : label_(label), total_(total_bytes), tty_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()), last_(start_) {}
 
 void Progress::update(uint64_t done) {
   const auto now = Clock::now();
@@ -31,7 +31,7 @@ void Progress::draw(uint64_t done, double elapsed) {
                  std::string(fill, '#').c_str(), std::string(kWidth - fill, '.').c_str(), 100.0 * frac, mb,
                  static_cast<double>(total_) / 1e6, rate, eta);
   } else {
-    std::fprintf(stderr, "synth: %.1f%% (%.0f of %.0f MB, %.0f MB/s, ETA %.0fs)\n", 100.0 * frac, mb,
+    std::fprintf(stderr, "%s: %.1f%% (%.0f of %.0f MB, %.0f MB/s, ETA %.0fs)\n", label_, 100.0 * frac, mb,
                  static_cast<double>(total_) / 1e6, rate, eta);
   }
   std::fflush(stderr);
@@ -43,4 +43,4 @@ void Progress::finish() {
   std::fputc('\n', stderr);
 }
 
-}  // namespace ts::synth
+}  // namespace ts

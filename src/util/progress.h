@@ -5,11 +5,12 @@
 #include <cstdint>
 #include <string>
 
-namespace ts::synth {
+namespace ts {
 
 class Progress {
  public:
-  explicit Progress(uint64_t total_bytes);
+  // label: what is being done ("synth", "pack"), printed at the start of each plain line.
+  Progress(const char* label, uint64_t total_bytes);
   // Called with the bytes done so far; draws only when enough time has passed since the last draw.
   void update(uint64_t done);
   // Draws the final state of the bar (if any) and ends its line.
@@ -19,9 +20,10 @@ class Progress {
   using Clock = std::chrono::steady_clock;
   void draw(uint64_t done, double elapsed);
 
+  const char* label_;
   uint64_t total_;
   bool tty_;
   Clock::time_point start_, last_;
 };
 
-}  // namespace ts::synth
+}  // namespace ts

@@ -1,11 +1,11 @@
 // SIGINT/SIGTERM to a flag, checked by the write loop (see interrupt.h for why).
-#include "synth/interrupt.h"
+#include "util/interrupt.h"
 
 #include <atomic>
 
 #include "util/error.h"
 
-namespace ts::synth {
+namespace ts {
 namespace {
 
 // Set from a signal handler: a lock-free atomic is the only thing it may touch.
@@ -35,4 +35,4 @@ void InterruptGuard::check() const {
     fail("interrupted by signal {}; the partial output was removed", sig);
 }
 
-}  // namespace ts::synth
+}  // namespace ts

@@ -1,0 +1,118 @@
+#include "residency/residency.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+#include "util/sys_memory.h"
+
+namespace ts {
+namespace {
+
+uint64_t slot_row_bytes(const ExpertSource& src, bool direct) {  // one slot in every MoE layer
+  uint64_t b = 0;
+  for (int64_t l = 0; l < src.n_layer(); ++l)
+    if (src.is_moe(l)) b += src.slot_bytes(l, direct);
+  return b;
+}
+
+ResidencyChoice streamed(int32_t slots, const ExpertSource& src, const ResidencyOptions& o, const std::string& why) {
+  ResidencyChoice c;
+  c.mode = ResidencyMode::Streamed;
+  c.slots_per_layer = std::min(slots, src.n_expert());
+  c.expert_memory = slot_row_bytes(src, o.read.direct_io) * static_cast<uint64_t>(c.slots_per_layer);
+  c.prefetch = o.prefetch == PrefetchMode::On || (o.prefetch == PrefetchMode::Auto && 2 * c.slots_per_layer <= src.n_expert());
+  c.summary = fmt::format("experts streamed: {} of {} slots per layer ({} of cache, {}{}{}), {}", c.slots_per_layer,
+                          src.n_expert(), format_bytes(c.expert_memory), o.policy == EvictionPolicy::LFU ? "LFU" : "LRU",
+                          o.read.direct_io ? ", O_DIRECT" : "", c.prefetch ? ", prefetch" : "", why);
+  return c;
+}
+
+}  // namespace
+
+const char* residency_mode_name(ResidencyMode m) {
+  switch (m) {
+    case ResidencyMode::Auto: return "auto";
+    case ResidencyMode::Resident: return "resident";
+    case ResidencyMode::Mapped: return "mapped";
+    case ResidencyMode::Streamed: return "streamed";
+  }
+  return "?";
+}
+
+ResidencyChoice choose_residency(const ResidencyOptions& o, const ExpertSource& src, const ResidencyNeeds& n) {
+  const bool direct = o.read.direct_io;
+  const uint64_t row = slot_row_bytes(src, direct);
+  const uint64_t all = row * static_cast<uint64_t>(src.n_expert());
+  const uint64_t taken = n.resident_core + n.runtime;
+  const uint64_t room = n.budget > taken ? n.budget - taken : 0;
+  const std::string budget_text = fmt::format("budget {} minus {} resident weights and {} for the run leaves {}",
+                                              format_bytes(n.budget), format_bytes(n.resident_core),
+                                              format_bytes(n.runtime), format_bytes(room));
+  ResidencyChoice c;
+  switch (o.mode) {
+    case ResidencyMode::Mapped:
+      c.mode = ResidencyMode::Mapped;
+      c.summary = "experts mapped in place (the OS page cache decides what stays)";
+      return c;
+    case ResidencyMode::Resident:
+      c.mode = ResidencyMode::Resident;
+      c.expert_memory = all;
+      c.summary = fmt::format("experts resident: {} loaded up front", format_bytes(all));
+      return c;
+    case ResidencyMode::Streamed:
+      if (o.cache_slots > 0) return streamed(o.cache_slots, src, o, "--expert-cache-slots");
+      if (o.cache_bytes > 0) {
+        const uint64_t slots = o.cache_bytes / row;
+        if (slots < 1)
+          fail("--expert-cache-mb {} is less than one slot per layer, which takes {}", o.cache_bytes >> 20, format_bytes(row));
+        return streamed(static_cast<int32_t>(std::min<uint64_t>(slots, INT32_MAX)), src, o, "--expert-cache-mb");
+      }
+      break;  // sized from the budget, as auto does
+    case ResidencyMode::Auto:
+      if (all <= room) {
+        c.mode = ResidencyMode::Resident;
+        c.expert_memory = all;
+        c.summary = fmt::format("experts resident: {} loaded up front (auto: {})", format_bytes(all), budget_text);
+        return c;
+      }
+      break;
+  }
+  const uint64_t slots = room / row;
+  if (slots < 1)
+    fail("not enough memory to stream experts: the {}, and one expert-cache slot per layer needs {}", budget_text,
+         format_bytes(row));
+  return streamed(static_cast<int32_t>(std::min<uint64_t>(slots, INT32_MAX)), src, o,
+                  fmt::format("the largest cache that fits ({})", budget_text));
+}
+
+ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src) {
+  if (o.mode == ResidencyMode::Mapped || o.mode == ResidencyMode::Streamed)
+    fail("--expert-residency {} is not available on a device backend yet: its experts are uploaded to device memory "
+         "(use resident or auto)", residency_mode_name(o.mode));
+  ResidencyChoice c;
+  c.mode = ResidencyMode::Resident;
+  c.expert_memory = src.total_expert_bytes();
+  c.summary = fmt::format("experts resident in device memory: {} uploaded up front", format_bytes(c.expert_memory));
+  return c;
+}
+
+std::unique_ptr<ExpertStore> make_expert_store(const ResidencyChoice& c, const ResidencyOptions& o,
+                                               std::shared_ptr<const ExpertSource> src, Backend& be,
+                                               const std::vector<const uint8_t*>& maps) {
+  switch (c.mode) {
+    case ResidencyMode::Mapped: return make_mapped_experts(std::move(src), maps);
+    case ResidencyMode::Resident: return make_resident_experts(std::move(src), be, o.read);
+    case ResidencyMode::Streamed: {
+      StreamOptions so;
+      so.slots_per_layer = c.slots_per_layer;
+      so.policy = o.policy;
+      so.prefetch = c.prefetch;
+      so.read = o.read;
+      return make_streamed_experts(std::move(src), be, so);
+    }
+    case ResidencyMode::Auto: break;
+  }
+  fail("internal error: residency mode auto was not resolved");
+}
+
+}  // namespace ts

@@ -1,0 +1,250 @@
+// Streamed experts: per layer, a fixed set of slots in backend memory, planned by SlotPlanner and
+// filled by the reader pool. One mutex guards the planners and slot states; reader threads only
+// flip a slot's I/O state (and wake the waiter); everything else happens on the forward thread.
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+
+#include "residency/expert_files.h"
+#include "residency/stores.h"
+#include "util/error.h"
+#include "util/phase_clock.h"
+
+namespace ts {
+namespace {
+
+class StreamedExperts final : public ExpertStore {
+ public:
+  StreamedExperts(std::shared_ptr<const ExpertSource> src, Backend& be, const StreamOptions& o)
+      : src_(std::move(src)), be_(be), opt_(o), files_(src_->files(), o.read.direct_io), layers_(src_->n_layer()) {
+    try {
+      for (int64_t l = 0; l < src_->n_layer(); ++l) {
+        if (!src_->is_moe(l)) continue;
+        Layer& L = layers_[l];
+        L.planner = std::make_unique<SlotPlanner>(o.slots_per_layer, src_->n_expert(), o.policy);
+        L.slot_bytes = src_->slot_bytes(l, o.read.direct_io);
+        L.mem = be.alloc_buffer(checked_mul(L.slot_bytes, static_cast<uint64_t>(o.slots_per_layer), "expert cache"), MemKind::Host);
+        L.slots.resize(o.slots_per_layer);
+      }
+      pool_ = std::make_unique<ReaderPool>(o.read.threads, o.read.chunk_bytes, o.read.read);
+    } catch (...) {
+      free_buffers();
+      throw;
+    }
+  }
+
+  ~StreamedExperts() override {
+    pool_.reset();  // waits for reads in flight: their callbacks touch the slots
+    free_buffers();
+  }
+
+  void request(int64_t layer, std::span<const int32_t> experts) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!src_->is_moe(layer)) fail("internal error: experts requested from layer {}, which has none", layer);
+    layer_ = layer;
+    failure_.clear();
+    planned_.clear();  // an abandoned call's planned experts: their reads finish and are reaped later
+    pending_.assign(experts.begin(), experts.end());
+    reap(layer);
+    schedule();
+  }
+
+  ExpertLease next() override {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (layer_ < 0) return {};
+    Layer& L = layers_[layer_];
+    for (;;) {
+      reap(layer_);
+      if (!failure_.empty()) {
+        const std::string msg = std::move(failure_);
+        failure_.clear();
+        pending_.clear();
+        planned_.clear();
+        throw Error(msg);
+      }
+      schedule();
+      for (size_t i = 0; i < planned_.size(); ++i) {
+        const auto [e, s] = planned_[i];
+        if (L.planner->state(s) != SlotPlanner::State::Valid) continue;
+        planned_.erase(planned_.begin() + static_cast<std::ptrdiff_t>(i));
+        ++L.slots[s].leases;
+        return make_lease(layer_, e, s, src_->view(layer_, e, slot_memory(L, s), opt_.read.direct_io));
+      }
+      if (planned_.empty()) {
+        if (pending_.empty()) return {};
+        // Nothing fits now. Slots still being read (prefetches) become evictable when their reads
+        // land; if none is being read, only a released lease could free one: the caller holds them.
+        const bool reading = std::any_of(L.slots.begin(), L.slots.end(), [](const Slot& s) { return s.io == Io::Reading; });
+        if (!reading)
+          fail("expert cache of layer {}: every one of its {} slots is leased; release a lease before asking for the next expert",
+               layer_, L.slots.size());
+      }
+      PhaseScope wait(Phase::ExpertIoWait);
+      cv_.wait(lk);
+    }
+  }
+
+  bool wants_prefetch() const override { return opt_.prefetch; }
+
+  void prefetch(int64_t layer, std::span<const int32_t> experts) override {
+    if (!opt_.prefetch || layer < 0 || layer >= src_->n_layer() || !src_->is_moe(layer)) return;
+    std::lock_guard<std::mutex> lk(mu_);
+    reap(layer);
+    Layer& L = layers_[layer];
+    misses_.clear();
+    for (int32_t e : experts)
+      if (L.planner->slot_of(e) < 0) misses_.push_back(e);
+    const std::vector<int32_t> prot = protect(layer);
+    const size_t n = L.planner->fit(misses_, prot);
+    if (n == 0) return;
+    const SlotPlan p = L.planner->plan({misses_.data(), n}, prot, /*count_use=*/false);
+    for (const SlotPlan::Entry& en : p.entries) {
+      ++stats_.prefetch_reads;
+      evicting(L, en);
+      L.slots[en.slot].prefetched = true;
+      start_read(layer, en.slot, en.expert, ReaderPool::Priority::Prefetch);
+    }
+  }
+
+  ExpertStats stats() const override {
+    std::lock_guard<std::mutex> lk(mu_);
+    return stats_;
+  }
+
+ protected:
+  void release(int64_t layer, int32_t slot) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    --layers_[layer].slots[slot].leases;
+    cv_.notify_all();
+  }
+
+ private:
+  enum class Io : uint8_t { Idle, Reading, Done, Failed };
+  struct Slot {
+    int32_t leases = 0;
+    Io io = Io::Idle;
+    bool prefetched = false;  // filled by a prefetch and not used since
+    std::string error;
+  };
+  struct Layer {
+    std::unique_ptr<SlotPlanner> planner;
+    Buffer mem;
+    uint64_t slot_bytes = 0;
+    std::vector<Slot> slots;
+  };
+
+  static uint8_t* slot_memory(Layer& L, int32_t s) {
+    return static_cast<uint8_t*>(L.mem.data) + static_cast<uint64_t>(s) * L.slot_bytes;
+  }
+
+  void free_buffers() {
+    for (Layer& L : layers_)
+      if (L.mem.data) be_.free_buffer(L.mem);
+  }
+
+  // Slots that must not be evicted in `layer`: leased, or planned for the current call and not yet
+  // handed out. (Slots being read are protected by the planner itself.)
+  std::vector<int32_t> protect(int64_t layer) const {
+    std::vector<int32_t> p;
+    const Layer& L = layers_[layer];
+    for (int32_t s = 0; s < static_cast<int32_t>(L.slots.size()); ++s)
+      if (L.slots[s].leases > 0) p.push_back(s);
+    if (layer == layer_)
+      for (const auto& [e, s] : planned_) p.push_back(s);
+    return p;
+  }
+
+  // Completed reads become valid; failed ones leave their slot empty. A failure of a slot the
+  // current call waits for stops the call (next() throws it); a failed prefetch is only dropped.
+  void reap(int64_t layer) {
+    Layer& L = layers_[layer];
+    for (int32_t s = 0; s < static_cast<int32_t>(L.slots.size()); ++s) {
+      Slot& sl = L.slots[s];
+      if (sl.io == Io::Done) {
+        L.planner->commit(s);
+        sl.io = Io::Idle;
+      } else if (sl.io == Io::Failed) {
+        const int32_t e = L.planner->expert_in(s);
+        L.planner->abandon(s);
+        sl.io = Io::Idle;
+        sl.prefetched = false;
+        if (layer == layer_ && failure_.empty())
+          for (const auto& [pe, ps] : planned_)
+            if (ps == s) failure_ = fmt::format("cannot read {}: {}", src_->describe(layer, e), sl.error);
+      }
+    }
+  }
+
+  void evicting(Layer& L, const SlotPlan::Entry& en) {
+    if (en.evicted >= 0 && L.slots[en.slot].prefetched) ++stats_.prefetch_wasted;
+    L.slots[en.slot].prefetched = false;
+  }
+
+  // Plans as much of the current call's pending experts as the free slots allow: hits first (they
+  // cost nothing and pin their slots before any miss could evict them), then misses in router order.
+  void schedule() {
+    if (pending_.empty()) return;
+    Layer& L = layers_[layer_];
+    std::stable_partition(pending_.begin(), pending_.end(), [&](int32_t e) { return L.planner->slot_of(e) >= 0; });
+    const std::vector<int32_t> prot = protect(layer_);
+    const size_t n = L.planner->fit(pending_, prot);
+    if (n == 0) return;
+    const SlotPlan p = L.planner->plan({pending_.data(), n}, prot);
+    for (const SlotPlan::Entry& en : p.entries) {
+      ++stats_.requests;
+      if (en.hit) {
+        ++stats_.hits;
+        if (L.slots[en.slot].prefetched) ++stats_.prefetch_hits;
+        L.slots[en.slot].prefetched = false;
+      } else {
+        ++stats_.reads;
+        evicting(L, en);
+        start_read(layer_, en.slot, en.expert, ReaderPool::Priority::Demand);
+      }
+      planned_.emplace_back(en.expert, en.slot);
+    }
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+
+  void start_read(int64_t layer, int32_t s, int32_t e, ReaderPool::Priority priority) {
+    Layer& L = layers_[layer];
+    L.slots[s].io = Io::Reading;
+    L.slots[s].error.clear();
+    extents_.clear();
+    src_->extents(layer, e, opt_.read.direct_io, files_.fds(), slot_memory(L, s), extents_);
+    for (const ReadExtent& x : extents_) stats_.bytes_read += x.bytes;
+    pool_->submit(extents_, [this, layer, s](const std::string& err) {
+      std::lock_guard<std::mutex> lk(mu_);
+      Slot& sl = layers_[layer].slots[s];
+      sl.io = err.empty() ? Io::Done : Io::Failed;
+      sl.error = err;
+      cv_.notify_all();
+    }, priority);
+  }
+
+  std::shared_ptr<const ExpertSource> src_;
+  Backend& be_;
+  StreamOptions opt_;
+  ExpertFiles files_;
+  std::vector<Layer> layers_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  ExpertStats stats_;
+  // The current layer call.
+  int64_t layer_ = -1;
+  std::vector<int32_t> pending_;                      // requested, not planned yet
+  std::vector<std::pair<int32_t, int32_t>> planned_;  // (expert, slot): planned, not handed out yet
+  std::string failure_;                               // a planned expert's read failed
+  std::vector<int32_t> misses_;
+  std::vector<ReadExtent> extents_;
+  std::unique_ptr<ReaderPool> pool_;  // last: destroyed first (see the destructor)
+};
+
+}  // namespace
+
+std::unique_ptr<ExpertStore> make_streamed_experts(std::shared_ptr<const ExpertSource> src, Backend& be,
+                                                   const StreamOptions& o) {
+  return std::make_unique<StreamedExperts>(std::move(src), be, o);
+}
+
+}  // namespace ts

@@ -1,0 +1,123 @@
+// The reader pool on a real file: extents are split into chunks and land where asked; a short read
+// and a failed read are reported once per job, naming the file and offset; demand reads overtake
+// queued prefetch reads.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+
+#include "cli/cli_harness.h"
+#include "residency/reader_pool.h"
+
+namespace ts {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ReaderPoolTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    data_.resize(1 << 20);
+    for (size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<char>(i * 7 + (i >> 12));
+    test::write_text(path_, data_);
+    fd_ = ::open(path_.c_str(), O_RDONLY);
+    ASSERT_GE(fd_, 0);
+  }
+  void TearDown() override { ::close(fd_); }
+  // Runs one job to completion and returns its error ("" on success).
+  std::string read(ReaderPool& pool, uint64_t off, uint64_t bytes, uint64_t need, char* dst) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::string error;
+    pool.submit({ReadExtent{fd_, &path_, off, bytes, need, reinterpret_cast<uint8_t*>(dst)}}, [&](const std::string& e) {
+      std::lock_guard<std::mutex> lk(mu);
+      error = e;
+      done = true;
+      cv.notify_all();
+    });
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return done; });
+    return error;
+  }
+  test::ScratchDir dir_;
+  std::string path_ = dir_.file("data.bin"), data_;
+  int fd_ = -1;
+};
+
+TEST_F(ReaderPoolTest, ChunksLandWhereAsked) {
+  ReaderPool pool(3, 8192);
+  std::vector<char> buf(300000, 0);
+  EXPECT_EQ(read(pool, 12345, buf.size(), buf.size(), buf.data()), "");
+  EXPECT_EQ(0, std::memcmp(buf.data(), data_.data() + 12345, buf.size()));
+}
+
+TEST_F(ReaderPoolTest, AShortReadNamesTheFileAndTheBytes) {
+  ReaderPool pool(2, 4096);
+  std::vector<char> buf(20000);
+  const std::string e = read(pool, data_.size() - 10000, buf.size(), buf.size(), buf.data());
+  EXPECT_THAT(e, HasSubstr("short read of '" + path_ + "'"));
+  EXPECT_THAT(e, HasSubstr("truncated"));
+  // Asking past the end is fine when the bytes that matter (`need`) are there (O_DIRECT tails).
+  EXPECT_EQ(read(pool, data_.size() - 10000, buf.size(), 10000, buf.data()), "");
+}
+
+TEST_F(ReaderPoolTest, AFailedReadNamesTheFileAndTheError) {
+  ReaderPool pool(2, 4096, [](int, void*, size_t, uint64_t off) -> ssize_t {
+    if (off >= 8192) {
+      errno = EIO;
+      return -1;
+    }
+    return 4096;
+  });
+  std::vector<char> buf(65536);
+  const std::string e = read(pool, 0, buf.size(), buf.size(), buf.data());
+  EXPECT_THAT(e, HasSubstr("cannot read '" + path_ + "'"));
+  EXPECT_THAT(e, HasSubstr(std::strerror(EIO)));
+}
+
+TEST_F(ReaderPoolTest, DemandReadsOvertakeQueuedPrefetches) {
+  // One thread, held on the first chunk until both jobs are queued; then the order of offsets read
+  // shows the demand job's chunks went first.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::vector<uint64_t> order;
+  ReaderPool pool(1, 4096, [&](int fd, void* b, size_t n, uint64_t off) -> ssize_t {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return release; });
+    order.push_back(off);
+    return ::pread(fd, b, n, static_cast<off_t>(off));
+  });
+  std::vector<char> a(16384), d(8192), blocker(4096);
+  auto ignore = [](const std::string&) {};
+  pool.submit({ReadExtent{fd_, &path_, 0, 4096, 4096, reinterpret_cast<uint8_t*>(blocker.data())}}, ignore);
+  pool.submit({ReadExtent{fd_, &path_, 100 * 4096, a.size(), a.size(), reinterpret_cast<uint8_t*>(a.data())}}, ignore,
+              ReaderPool::Priority::Prefetch);
+  pool.submit({ReadExtent{fd_, &path_, 200 * 4096, d.size(), d.size(), reinterpret_cast<uint8_t*>(d.data())}}, ignore,
+              ReaderPool::Priority::Demand);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    release = true;
+  }
+  cv.notify_all();
+  pool.wait_idle();
+  ASSERT_EQ(order.size(), 1u + 4u + 2u);
+  EXPECT_EQ(order[0], 0u);
+  EXPECT_EQ(order[1], 200u * 4096);
+  EXPECT_EQ(order[2], 201u * 4096);
+  EXPECT_EQ(order[3], 100u * 4096);
+}
+
+TEST(ReaderPool, BadSettingsAreErrors) {
+  EXPECT_THROW(ReaderPool(0, 4096), std::exception);
+  EXPECT_THROW(ReaderPool(1, 1000), std::exception);
+}
+
+}  // namespace
+}  // namespace ts

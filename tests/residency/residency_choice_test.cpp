@@ -1,0 +1,127 @@
+// How `auto` and `streamed` size the expert store from the memory budget (residency/residency.h):
+// resident when every expert fits beside the resident weights and the run; otherwise the largest
+// cache that fits; a refusal with the sizes when not even one slot per layer fits.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "residency/residency.h"
+#include "util/error.h"
+
+namespace ts {
+namespace {
+
+using ::testing::HasSubstr;
+
+// 4 layers of 8 experts, each expert exactly 3 pages (so a slot is 12 KiB), read from one file.
+ExpertSource source() {
+  std::vector<ExpertLayerFiles> layers(4);
+  for (auto& l : layers)
+    for (int p = 0; p < 3; ++p) l.part[p] = ExpertPartInfo{"t", GgmlType::Q8_0, 1, 32, 4096};
+  return ExpertSource({"model.gguf"}, layers, 8);
+}
+constexpr uint64_t kSlotRow = 4 * 12288;  // one slot in each of the 4 layers
+constexpr uint64_t kAll = 8 * kSlotRow;
+
+ResidencyNeeds needs(uint64_t budget) { return ResidencyNeeds{budget, 100000, 50000}; }
+
+TEST(ResidencyChoice, AutoIsResidentWhenEveryExpertFits) {
+  ResidencyOptions o;
+  const ResidencyChoice c = choose_residency(o, source(), needs(150000 + kAll));
+  EXPECT_EQ(c.mode, ResidencyMode::Resident);
+  EXPECT_EQ(c.expert_memory, kAll);
+}
+
+TEST(ResidencyChoice, AutoStreamsThroughTheLargestCacheThatFits) {
+  ResidencyOptions o;
+  const ResidencyChoice c = choose_residency(o, source(), needs(150000 + kAll - 1));
+  EXPECT_EQ(c.mode, ResidencyMode::Streamed);
+  EXPECT_EQ(c.slots_per_layer, 7);
+  EXPECT_EQ(c.expert_memory, 7 * kSlotRow);
+  EXPECT_EQ(choose_residency(o, source(), needs(150000 + 3 * kSlotRow + 5)).slots_per_layer, 3);
+}
+
+TEST(ResidencyChoice, ABudgetBelowOneSlotPerLayerIsRefusedWithTheSizes) {
+  ResidencyOptions o;
+  try {
+    choose_residency(o, source(), needs(150000 + kSlotRow - 1));
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("one expert-cache slot per layer needs 48.0 KiB"));
+    EXPECT_THAT(e.what(), HasSubstr("minus"));
+  }
+}
+
+TEST(ResidencyChoice, StreamedSizesFromSlotsOrMegabytesOrTheBudget) {
+  ResidencyOptions o;
+  o.mode = ResidencyMode::Streamed;
+  EXPECT_EQ(choose_residency(o, source(), needs(150000 + kAll)).slots_per_layer, 8) << "budget, capped at every expert";
+  o.cache_slots = 3;
+  EXPECT_EQ(choose_residency(o, source(), needs(0)).slots_per_layer, 3) << "explicit slots ignore the budget";
+  o.cache_slots = 100;
+  EXPECT_EQ(choose_residency(o, source(), needs(0)).slots_per_layer, 8);
+  o.cache_slots = 0;
+  o.cache_bytes = 2 * kSlotRow + 1;
+  EXPECT_EQ(choose_residency(o, source(), needs(0)).slots_per_layer, 2);
+  o.cache_bytes = kSlotRow - 1;
+  EXPECT_THROW(choose_residency(o, source(), needs(0)), Error);
+}
+
+// Prefetch `auto` is on only for a cache of at most half of each layer's experts (the regime where
+// docs/RESIDENCY.md measured it to win); `on` and `off` are kept; nothing but a streamed store
+// prefetches.
+TEST(ResidencyChoice, AutoPrefetchIsOnForCachesOfAtMostHalfTheExperts) {
+  ResidencyOptions o;
+  o.mode = ResidencyMode::Streamed;
+  o.cache_slots = 4;
+  const ResidencyChoice half = choose_residency(o, source(), needs(0));
+  EXPECT_TRUE(half.prefetch);
+  EXPECT_THAT(half.summary, HasSubstr(", prefetch)"));
+  o.cache_slots = 5;
+  EXPECT_FALSE(choose_residency(o, source(), needs(0)).prefetch);
+  o.prefetch = PrefetchMode::On;
+  EXPECT_TRUE(choose_residency(o, source(), needs(0)).prefetch);
+  o.cache_slots = 2;
+  o.prefetch = PrefetchMode::Off;
+  EXPECT_FALSE(choose_residency(o, source(), needs(0)).prefetch);
+  o = ResidencyOptions{};
+  EXPECT_FALSE(choose_residency(o, source(), needs(150000 + kAll)).prefetch) << "resident";
+}
+
+// A device backend uploads every expert (its kernels cannot read mapped or host-slot memory); the
+// host budget does not apply, and the modes that would need host memory are refused, saying why.
+TEST(ResidencyChoice, ADeviceBackendHoldsEveryExpertAndRefusesMappedAndStreamed) {
+  ResidencyOptions o;
+  for (ResidencyMode m : {ResidencyMode::Auto, ResidencyMode::Resident}) {
+    o.mode = m;
+    const ResidencyChoice c = choose_device_residency(o, source());
+    EXPECT_EQ(c.mode, ResidencyMode::Resident);
+    EXPECT_EQ(c.expert_memory, 8 * 4 * 3 * 4096u);
+    EXPECT_THAT(c.summary, HasSubstr("device memory"));
+  }
+  for (ResidencyMode m : {ResidencyMode::Mapped, ResidencyMode::Streamed}) {
+    o.mode = m;
+    try {
+      choose_device_residency(o, source());
+      ADD_FAILURE() << residency_mode_name(m) << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(fmt::format("--expert-residency {} is not available on a device backend", residency_mode_name(m))));
+    }
+  }
+}
+
+TEST(ResidencyChoice, ExplicitModesAreKept) {
+  ResidencyOptions o;
+  o.mode = ResidencyMode::Mapped;
+  EXPECT_EQ(choose_residency(o, source(), needs(0)).mode, ResidencyMode::Mapped);
+  o.mode = ResidencyMode::Resident;
+  EXPECT_EQ(choose_residency(o, source(), needs(0)).mode, ResidencyMode::Resident);
+}
+
+TEST(ResidencyChoice, DirectReadsOfUnalignedTensorsNeedLargerSlots) {
+  const ExpertSource s = source();
+  EXPECT_EQ(s.slot_bytes(0, false), 12288u);
+  EXPECT_EQ(s.slot_bytes(0, true), 3 * 8192u) << "each part may straddle one more page";
+}
+
+}  // namespace
+}  // namespace ts

@@ -8,8 +8,10 @@
 #
 #   LLAMA_BENCH=/path/to/llama.cpp/build/bin/llama-bench \
 #   IK_LLAMA_BENCH=/path/to/ik_llama.cpp/build/bin/llama-bench \
-#   bench/compare.sh -m model.gguf [-m other.gguf] [-t 2] [-p 512] [-n 128] [-r 5] [-- extra turbospark flags]
+#   bench/compare.sh -m model.gguf [-m other.gguf] [-t 2] [-p 512] [-n 128] [-d 0] [-r 5] [-- extra turbospark flags]
 #
+# -d D measures decode after D tokens already in the KV cache (tgN@dD) instead of pp and tg: llama.cpp's
+# `-d D`, ik_llama.cpp's `-gp D,N` (which times only the generated tokens), TurboSpark's `bench -d D`.
 # Neither yardstick is built or fetched here: point the variables at existing binaries (a missing
 # one is left out of the table). TURBOSPARK overrides the turbospark binary (default: build/turbospark).
 # Each round runs every tool once (one timed repetition after its own warm-up); --json-out FILE keeps
@@ -18,15 +20,16 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ts_bin="${TURBOSPARK:-$here/../build/turbospark}"
-threads=2 n_prompt=512 n_gen=128 rounds=5 json_out=""
+threads=2 n_prompt=512 n_gen=128 n_depth=0 rounds=5 json_out=""
 models=() ts_extra=()
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -m) models+=("$2"); shift 2 ;;
     -t) threads="$2"; shift 2 ;;
     -p) n_prompt="$2"; shift 2 ;;
     -n) n_gen="$2"; shift 2 ;;
+    -d) n_depth="$2"; shift 2 ;;
     -r) rounds="$2"; shift 2 ;;
     --json-out) json_out="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
@@ -34,6 +37,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "compare.sh: unknown argument '$1'" >&2; usage 2 ;;
   esac
 done
+if ((n_depth > 0)); then n_prompt=0; fi
 [[ ${#models[@]} -gt 0 ]] || { echo "compare.sh: give at least one -m MODEL" >&2; exit 2; }
 [[ -x "$ts_bin" ]] || { echo "compare.sh: no turbospark binary at $ts_bin (build it or set TURBOSPARK)" >&2; exit 2; }
 for m in "${models[@]}"; do [[ -f "$m" ]] || { echo "compare.sh: no model file $m" >&2; exit 2; }; done
@@ -56,21 +60,33 @@ load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 run_one() {
   local model="$1" round="$2" tool="$3" out
   if [[ "$tool" == turbospark ]]; then
-    out="$("${bin[$tool]}" bench -m "$model" -t "$threads" -p "$n_prompt" -n "$n_gen" -r 1 --json "${ts_extra[@]}")"
+    out="$("${bin[$tool]}" bench -m "$model" -t "$threads" -p "$n_prompt" -n "$n_gen" -d "$n_depth" -r 1 --json "${ts_extra[@]}")"
     python3 - "$model" "$round" "$out" "$("${bin[$tool]}" --version)" >>"$samples" <<'EOF'
 import json, sys
 model, rnd, out, version = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+at = f"@d{out['n_depth']}" if out["n_depth"] else ""
 for test, n in (("pp", out["n_prompt"]), ("tg", out["n_gen"])):
     if test in out:
-        print(f"{model}\t{rnd}\tturbospark\t{test}{n}\t{out[test]}\t{version} ({out['isa']}, {out['precision']})")
+        print(f"{model}\t{rnd}\tturbospark\t{test}{n}{at}\t{out[test]}\t{version} ({out['isa']}, {out['precision']})")
 EOF
   else
-    out="$("${bin[$tool]}" -m "$model" -t "$threads" -p "$n_prompt" -n "$n_gen" -r 1 -o json 2>/dev/null)"
+    local tests=(-p "$n_prompt" -n "$n_gen")
+    if ((n_depth > 0)); then
+      if [[ "$tool" == llama.cpp ]]; then tests=(-p 0 -n "$n_gen" -d "$n_depth"); else tests=(-p 0 -n 0 -gp "$n_depth,$n_gen"); fi
+    fi
+    out="$("${bin[$tool]}" -m "$model" -t "$threads" "${tests[@]}" -r 1 -o json 2>/dev/null)"
     python3 - "$model" "$round" "$tool" "$out" >>"$samples" <<'EOF'
 import json, sys
 model, rnd, tool, rows = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 for r in rows:
-    test = f"pp{r['n_prompt']}" if r["n_gen"] == 0 else f"tg{r['n_gen']}"
+    if r["n_gen"] == 0:
+        test = f"pp{r['n_prompt']}"
+    elif r.get("n_depth", 0):  # llama.cpp -d
+        test = f"tg{r['n_gen']}@d{r['n_depth']}"
+    elif r["n_prompt"]:  # ik_llama.cpp -gp: generation after a prompt, only the generated tokens timed
+        test = f"tg{r['n_gen']}@d{r['n_prompt']}"
+    else:
+        test = f"tg{r['n_gen']}"
     print(f"{model}\t{rnd}\t{tool}\t{test}\t{r['avg_ts']}\t{r.get('build_commit', '?')} (build {r.get('build_number', '?')})")
 EOF
   fi

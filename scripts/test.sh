@@ -32,6 +32,10 @@ done
 (cd build && ctest --output-on-failure --no-tests=error -j"$jobs")
 configure build-asan RelWithDebInfo ON OFF
 cmake --build build-asan -j"$jobs"
+# The two tests that hold a run's peak RSS to a 56 MiB budget (and a real cgroup cap) run in the
+# Release suite only: ASan's shadow memory alone is about 80 MiB, so under it they measure the
+# sanitizer, not the engine.
+asan_exclude='^MemoryHonesty\.(PeakRssStaysWithinTheBudgetGiven|UnderARealCgroupLimitTheRunFitsAndGivesTheSameBytes)$'
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-   ctest --output-on-failure --no-tests=error -j"$jobs" -E "${TURBOSPARK_ASAN_EXCLUDE:-^$}")
+   ctest --output-on-failure --no-tests=error -j"$jobs" -E "${TURBOSPARK_ASAN_EXCLUDE:-$asan_exclude}")
 bash scripts/fuzz.sh

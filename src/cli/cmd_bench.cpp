@@ -17,7 +17,7 @@ namespace {
 
 struct BenchOptions {
   ModelOptions model;
-  int64_t n_prompt = 512, n_gen = 128;
+  int64_t n_prompt = 512, n_gen = 128, n_depth = 0;
   int reps = 5;
   bool json = false;
 };
@@ -27,12 +27,17 @@ void run_bench_command(const BenchOptions& o) {
   auto be = make_backend(o.model);
   const bool cpu = std::string(be->name()) == "cpu";  // the read-bandwidth roofline is the CPU's
   const std::string path = resolve_model(o.model);
-  auto model = Model::load(path, *be);
   BenchConfig c;
   c.n_prompt = o.n_prompt;
   c.n_gen = o.n_gen;
+  c.n_depth = o.n_depth;
   c.reps = o.reps;
   c.batch = o.model.batch;
+  // The residency options apply as in every other command; the run's shape is the bench's own.
+  LoadOptions lo = load_options(o.model, 1);
+  lo.run.n_ctx = c.n_depth + std::max(c.n_prompt, c.n_gen);
+  lo.run.batch = std::min(c.batch, std::max<int64_t>({c.n_prompt, c.n_depth, 1}));
+  auto model = Model::load(path, *be, lo);
   const BenchResult r = run_bench(*model, *be, c);
   const double read_bw = o.n_gen > 0 && cpu ? measure_read_bandwidth(threads) : 0;
   const double tg_bw = r.tg.mean * static_cast<double>(r.decode_bytes);
@@ -48,6 +53,8 @@ void run_bench_command(const BenchOptions& o) {
     j["batch"] = c.batch;
     j["n_prompt"] = c.n_prompt;
     j["n_gen"] = c.n_gen;
+    j["n_depth"] = c.n_depth;
+    j["residency"] = residency_mode_name(model->residency().mode);
     j["reps"] = c.reps;
     if (c.n_prompt > 0) {
       j["pp"] = r.pp.mean;
@@ -73,11 +80,12 @@ void run_bench_command(const BenchOptions& o) {
   else
     std::printf("model %s (%s), %s backend, batch %lld\n", name.c_str(), model->hp().arch.c_str(), be->name(),
                 static_cast<long long>(c.batch));
-  std::printf("| %-7s | %20s | %19s |\n", "test", "t/s (mean ± sd)", "min .. max");
-  std::printf("| ------- | -------------------: | ------------------: |\n");
-  auto row = [](const char* test, int64_t n, const Spread& s) {
-    const std::string label = fmt::format("{}{}", test, n);
-    std::printf("| %-7s | %11.2f ± %6.2f | %8.2f .. %8.2f |\n", label.c_str(), s.mean, s.sd, s.min, s.max);
+  if (model->hp().is_moe()) std::printf("%s\n", model->residency().summary.c_str());
+  std::printf("| %-13s | %20s | %19s |\n", "test", "t/s (mean ± sd)", "min .. max");
+  std::printf("| ------------- | -------------------: | ------------------: |\n");
+  auto row = [&c](const char* test, int64_t n, const Spread& s) {
+    const std::string label = c.n_depth ? fmt::format("{}{}@d{}", test, n, c.n_depth) : fmt::format("{}{}", test, n);
+    std::printf("| %-13s | %11.2f ± %6.2f | %8.2f .. %8.2f |\n", label.c_str(), s.mean, s.sd, s.min, s.max);
   };
   if (c.n_prompt > 0) row("pp", c.n_prompt, r.pp);
   if (c.n_gen > 0) {
@@ -97,6 +105,8 @@ void add_bench_command(CLI::App& app) {
   o->model.batch = 512;
   sub->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens for the pp test (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("-n,--n-gen", o->n_gen, "tokens for the tg test (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  sub->add_option("-d,--n-depth", o->n_depth, "tokens already in the KV cache before each test, as llama-bench's -d")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("-r,--repetitions", o->reps, "repetitions of each test after the warm-up")->check(CLI::Range(1, 1000));
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   sub->callback([o] { run_bench_command(*o); });

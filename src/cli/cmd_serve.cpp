@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/steering_options.h"
+#include "residency/expert_store.h"
 #include "server/api_server.h"
 #include "util/error.h"
 
@@ -52,6 +54,14 @@ void serve(ServeOptions o) {
   o.sched.forward = m.forward_options(o.gen);
   server::Scheduler sched(*m.model, *m.backend, *m.tokenizer, o.sched);
   server::ApiServer api(served, sched, o.api);
+  // Only a streamed store has a cache whose hit rate means something (resident and mapped experts
+  // are all hits); its counters are read under the store's lock while the engine runs.
+  if (m.model->hp().is_moe() && m.model->residency().mode == ResidencyMode::Streamed)
+    api.metrics().expert_cache_hit_rate = [&store = m.model->experts()]() -> std::optional<double> {
+      const ExpertStats s = store.stats();
+      if (s.requests == 0) return std::nullopt;
+      return static_cast<double>(s.hits) / static_cast<double>(s.requests);
+    };
   const int port = api.bind();
   std::thread watcher([&] {
     int sig = 0;

@@ -65,39 +65,46 @@ uint64_t decode_weight_bytes(const Model& m) {
 
 BenchResult run_bench(const Model& m, Backend& be, const BenchConfig& c) {
   if (c.reps < 1) fail("the number of repetitions must be positive");
-  if (c.n_prompt < 0 || c.n_gen < 0 || c.n_prompt + c.n_gen == 0) fail("nothing to measure: -p and -n are both 0");
+  if (c.n_prompt < 0 || c.n_gen < 0 || c.n_depth < 0) fail("-p, -n and -d must not be negative");
+  if (c.n_prompt + c.n_gen == 0) fail("nothing to measure: -p and -n are both 0");
   const HParams& h = m.hp();
-  KvCache kv(be, h, std::max<int64_t>(1, std::max(c.n_prompt, c.n_gen)));
+  KvCache kv(be, h, std::max<int64_t>(1, c.n_depth + std::max(c.n_prompt, c.n_gen)));
   ForwardOptions fo;
-  fo.max_batch = std::max<int64_t>(1, std::min(c.batch, std::max<int64_t>(c.n_prompt, 1)));
+  fo.max_batch = std::max<int64_t>(1, std::min(c.batch, std::max<int64_t>(std::max(c.n_prompt, c.n_depth), 1)));
   Forward fwd(m, be, fo);
   std::vector<float> logits(static_cast<size_t>(h.n_vocab));
+  BenchResult r;
 
-  auto prefill = [&](const std::vector<int32_t>& ids) {
-    kv.n_past = 0;
-    const double t0 = now();
-    for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(fo.max_batch)) {
-      const int64_t n = std::min<int64_t>(fo.max_batch, static_cast<int64_t>(ids.size() - i));
+  auto feed = [&](const std::vector<int32_t>& ids, int64_t chunk) {
+    for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(chunk)) {
+      const int64_t n = std::min<int64_t>(chunk, static_cast<int64_t>(ids.size() - i));
       fwd.run(kv, ids.data() + i, n, false, logits.data());
     }
-    return now() - t0;
   };
-  auto generate = [&](const std::vector<int32_t>& ids) {
-    kv.n_past = 0;
+  // Each test starts right after the depth's tokens: the cache's first n_depth positions are written
+  // once, and every test overwrites only what lies past them.
+  auto timed = [&](const std::vector<int32_t>& ids, int64_t chunk) {
+    kv.n_past = c.n_depth;
     const double t0 = now();
-    for (int32_t id : ids) fwd.run(kv, &id, 1, false, logits.data());
-    return now() - t0;
+    feed(ids, chunk);
+    const double t = now() - t0;
+    r.positions = std::max(r.positions, kv.n_past);
+    return t;
   };
 
-  BenchResult r;
   r.decode_bytes = decode_weight_bytes(m);
+  if (c.n_depth > 0) {
+    kv.n_past = 0;
+    feed(token_ids(c.n_depth, h.n_vocab, 97), fo.max_batch);
+  }
   std::vector<double> pp, tg;
   // Warm-up: touches every weight page and sizes every buffer before anything is timed.
-  if (c.n_prompt > 0) prefill(token_ids(std::min<int64_t>(c.n_prompt, fo.max_batch), h.n_vocab, 99));
-  if (c.n_gen > 0) generate(token_ids(std::min<int64_t>(c.n_gen, 4), h.n_vocab, 98));
+  if (c.n_prompt > 0) timed(token_ids(std::min<int64_t>(c.n_prompt, fo.max_batch), h.n_vocab, 99), fo.max_batch);
+  if (c.n_gen > 0) timed(token_ids(std::min<int64_t>(c.n_gen, 4), h.n_vocab, 98), 1);
   for (int rep = 0; rep < c.reps; ++rep) {
-    if (c.n_prompt > 0) pp.push_back(static_cast<double>(c.n_prompt) / prefill(token_ids(c.n_prompt, h.n_vocab, 2 * rep)));
-    if (c.n_gen > 0) tg.push_back(static_cast<double>(c.n_gen) / generate(token_ids(c.n_gen, h.n_vocab, 2 * rep + 1)));
+    if (c.n_prompt > 0)
+      pp.push_back(static_cast<double>(c.n_prompt) / timed(token_ids(c.n_prompt, h.n_vocab, 2 * rep), fo.max_batch));
+    if (c.n_gen > 0) tg.push_back(static_cast<double>(c.n_gen) / timed(token_ids(c.n_gen, h.n_vocab, 2 * rep + 1), 1));
   }
   r.pp = spread(std::move(pp));
   r.tg = spread(std::move(tg));

@@ -1,7 +1,8 @@
 // Throughput measurement in the style of llama-bench: prompt processing (pp: a prompt of n_prompt
 // tokens prefilled in --batch chunks, logits of the last token only) and text generation (tg: n_gen
-// tokens decoded one at a time from an empty cache), each repeated after a warm-up. Token ids are
-// pseudo-random, as llama-bench's; no sampling is timed.
+// tokens decoded one at a time), each repeated after a warm-up, from an empty cache or after a prompt
+// of n_depth tokens already in it (llama-bench's -d). Token ids are pseudo-random, as llama-bench's;
+// neither the depth's prefill nor sampling is timed.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -14,6 +15,7 @@ namespace ts {
 struct BenchConfig {
   int64_t n_prompt = 512;  // 0: no pp test
   int64_t n_gen = 128;     // 0: no tg test
+  int64_t n_depth = 0;     // tokens in the KV cache before each test
   int reps = 5;
   int64_t batch = 512;     // prefill chunk (tokens per forward call)
 };
@@ -27,6 +29,7 @@ Spread spread(std::vector<double> samples);
 struct BenchResult {
   Spread pp, tg;                 // tokens per second
   uint64_t decode_bytes = 0;     // weight bytes one decode step reads
+  int64_t positions = 0;         // the most KV cache positions a test filled (depth included)
 };
 
 BenchResult run_bench(const Model& m, Backend& be, const BenchConfig& c);

@@ -41,7 +41,25 @@ TEST(Bench, TimesEveryRepetitionOfBothTests) {
   EXPECT_GE(r.decode_bytes, bytes);
   // plus the experts' biases and the norm vectors
   EXPECT_LE(r.decode_bytes, bytes + biases + uint64_t(4) * h.n_embd * (2 * h.n_layer + 1));
+  EXPECT_EQ(r.positions, 24);
   c.n_prompt = c.n_gen = 0;
+  EXPECT_THROW(run_bench(*model, *be, c), Error);
+}
+
+TEST(Bench, TestsAtDepthStartAfterTheDepthsTokens) {
+  auto be = make_cpu_backend(2);
+  auto model = Model::load(test::models_dir() + "/llama-moe-q8_0.gguf", *be);
+  BenchConfig c;
+  c.n_prompt = 8;
+  c.n_gen = 5;
+  c.n_depth = 40;
+  c.reps = 2;
+  c.batch = 16;
+  const BenchResult r = run_bench(*model, *be, c);
+  EXPECT_EQ(r.pp.samples.size(), 2u);
+  EXPECT_EQ(r.tg.samples.size(), 2u);
+  EXPECT_EQ(r.positions, 48);  // every test ran past the 40 positions, none past 40 + 8
+  c.n_depth = -1;
   EXPECT_THROW(run_bench(*model, *be, c), Error);
 }
 
@@ -63,6 +81,15 @@ TEST(BenchCli, PrintsJsonForScriptsAndRejectsEmptyRuns) {
   EXPECT_EQ(j["threads"].get<int>(), 2);
   EXPECT_EQ(j["precision"].get<std::string>(), "int16");
   EXPECT_FALSE(j.contains("tg"));
+  EXPECT_EQ(j["n_depth"].get<int>(), 0);
+  // Depth and the residency options reach the run.
+  const test::CliRun d = test::run_cli({"bench", "-m", model, "-p", "0", "-n", "3", "-d", "20", "-r", "1", "--json",
+                                        "--expert-residency", "streamed", "--expert-cache-slots", "2"});
+  ASSERT_TRUE(d.exited && d.code == 0) << d.err;
+  const auto jd = nlohmann::json::parse(d.out);
+  EXPECT_EQ(jd["n_depth"].get<int>(), 20);
+  EXPECT_EQ(jd["residency"].get<std::string>(), "streamed");
+  EXPECT_GT(jd["tg"].get<double>(), 0);
   const test::CliRun bad = test::run_cli({"bench", "-m", model, "-p", "0", "-n", "0"});
   EXPECT_TRUE(bad.exited);
   EXPECT_EQ(bad.code, 1);

@@ -119,5 +119,22 @@ class RandomGptOss(unittest.TestCase):
                 self.assertIn(finishes[0], ("stop", "length", "tool_calls"))
 
 
+class StreamedExperts(unittest.TestCase):
+    def test_same_text_as_resident_and_the_hit_ratio_on_metrics(self):
+        model = os.path.join(MODELS, "gpt-oss-random.gguf")
+        ask = dict(model="gpt-oss-random", messages=ASK, max_tokens=12, temperature=0)
+        with Server("-m", model, "--expert-residency", "resident") as s:
+            resident = client(s).chat.completions.create(**ask).choices[0].message
+            self.assertNotIn("turbospark_expert_cache_hit_ratio", s.metrics())
+        with Server("-m", model, "--expert-residency", "streamed", "--expert-cache-slots", "5") as s:
+            self.assertNotIn("turbospark_expert_cache_hit_ratio", s.metrics())  # nothing asked for yet
+            streamed = client(s).chat.completions.create(**ask).choices[0].message
+            ratio = s.metrics()["turbospark_expert_cache_hit_ratio"]
+        self.assertEqual(streamed.model_dump(), resident.model_dump())
+        # 5 of the tiny model's experts per layer: some lookups hit, many cannot.
+        self.assertGreater(ratio, 0.0)
+        self.assertLess(ratio, 1.0)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -59,6 +59,8 @@ void MoeLayer::compute_expert(const ExpertLease& lease, Act x) {
 // leases pin nothing and whose experts stay at the same address for the store's lifetime, so the
 // table stays valid after the leases are released.
 const std::vector<ExpertView>& MoeLayer::layer_table(ExpertStore& store, int64_t layer) {
+  if (table_store_ != &store) tables_.clear();  // the tables belong to one store
+  table_store_ = &store;
   if (tables_.size() <= static_cast<size_t>(layer)) tables_.resize(layer + 1);
   std::vector<ExpertView>& table = tables_[layer];
   if (table.empty()) {

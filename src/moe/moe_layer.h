@@ -62,6 +62,7 @@ class MoeLayer {
   std::vector<uint8_t> seen_;
   std::vector<std::vector<int32_t>> tokens_, slots_of_;  // per expert: token rows, (token, rank) slots
   std::vector<std::vector<ExpertView>> tables_;          // per layer: every expert, for routed_experts
+  const ExpertStore* table_store_ = nullptr;             // the store the tables came from
   bool on_backend_ = false;
 };
 

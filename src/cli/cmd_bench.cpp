@@ -25,7 +25,7 @@ struct BenchOptions {
 void run_bench_command(const BenchOptions& o) {
   const int threads = resolve_threads(o.model.threads);
   auto be = make_cpu_backend(threads, parse_precision(o.model.precision),
-                             parse_kv_type(o.model.kv_type));
+                             kv_type_for(o.model));
   const std::string path = resolve_model(o.model);
   BenchConfig c;
   c.n_prompt = o.n_prompt;
@@ -49,6 +49,7 @@ void run_bench_command(const BenchOptions& o) {
     j["threads"] = threads;
     j["isa"] = quant::kernel_isa();
     j["precision"] = o.model.precision;
+    j["kv_type"] = kv_type_for(o.model) == KvType::F16 ? "f16" : "f32";
     j["batch"] = c.batch;
     j["n_prompt"] = c.n_prompt;
     j["n_gen"] = c.n_gen;
@@ -72,9 +73,9 @@ void run_bench_command(const BenchOptions& o) {
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("model %s (%s), %d threads, %s kernels, %s activations, batch %lld\n", name.c_str(),
+  std::printf("model %s (%s), %d threads, %s kernels, %s activations, %s KV cache, batch %lld\n", name.c_str(),
               model->hp().arch.c_str(), threads, quant::kernel_isa(), o.model.precision.c_str(),
-              static_cast<long long>(c.batch));
+              kv_type_for(o.model) == KvType::F16 ? "f16" : "f32", static_cast<long long>(c.batch));
   if (model->hp().is_moe()) std::printf("%s\n", model->residency().summary.c_str());
   std::printf("| %-13s | %20s | %19s |\n", "test", "t/s (mean ± sd)", "min .. max");
   std::printf("| ------------- | -------------------: | ------------------: |\n");

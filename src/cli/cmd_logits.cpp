@@ -32,7 +32,7 @@ void run_logits(const LogitsOptions& o) {
   if (n > o.model.ctx)
     fail("'{}' holds {} tokens but the context is {} (--ctx): raise --ctx to at least {}", o.tokens, n, o.model.ctx, n);
   auto be = make_cpu_backend(resolve_threads(o.model.threads), parse_precision(o.model.precision),
-                             parse_kv_type(o.model.kv_type));
+                             kv_type_for(o.model));
   ForwardOptions fo;
   fo.max_batch = o.sequential ? 1 : std::min<int64_t>(o.model.batch, n);
   // The cache needs only the n positions teacher-forced here (the logits do not depend on its size);

@@ -31,7 +31,7 @@ void add_generation_options(CLI::App* sub, GenerationOptions& o) {
 LoadedModel load_for_generation(const GenerationOptions& o, int64_t sequences) {
   LoadedModel m;
   m.backend = make_cpu_backend(resolve_threads(o.model.threads), parse_precision(o.model.precision),
-                             parse_kv_type(o.model.kv_type));
+                             kv_type_for(o.model));
   LoadOptions lo = load_options(o.model, sequences);
   lo.run.n_ctx *= sequences;
   lo.run.batch = std::max(lo.run.batch, sequences);

@@ -25,7 +25,7 @@ struct ModelOptions {
   std::string phases_json, router_hist;
   bool router_trace = false;
   std::string precision = "int16";
-  std::string kv_type = "f32";
+  std::string kv_type = "auto";
 };
 
 void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required);
@@ -34,5 +34,9 @@ int resolve_threads(int requested);
 std::string resolve_model(const ModelOptions& o);
 // How to load it: the expert residency options, and the run's shape for the auto budget.
 LoadOptions load_options(const ModelOptions& o, int64_t logit_rows);
+// --kv-type: auto is f16 on the int16 and int8 paths (half the bytes attention reads at depth, and
+// still far closer to the exact result than llama.cpp; see docs/BENCHMARKS.md) and f32 on the exact
+// path, which is defined with an f32 cache.
+KvType kv_type_for(const ModelOptions& o);
 
 }  // namespace ts::cli

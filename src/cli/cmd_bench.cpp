@@ -50,6 +50,7 @@ void run_bench_command(const BenchOptions& o) {
     j["backend"] = be->name();
     j["isa"] = quant::kernel_isa();
     j["precision"] = o.model.precision;
+    j["kv_type"] = kv_type_for(o.model) == KvType::F16 ? "f16" : "f32";
     j["batch"] = c.batch;
     j["n_prompt"] = c.n_prompt;
     j["n_gen"] = c.n_gen;
@@ -74,9 +75,9 @@ void run_bench_command(const BenchOptions& o) {
     return;
   }
   if (cpu)
-    std::printf("model %s (%s), %d threads, %s kernels, %s activations, batch %lld\n", name.c_str(),
+    std::printf("model %s (%s), %d threads, %s kernels, %s activations, %s KV cache, batch %lld\n", name.c_str(),
                 model->hp().arch.c_str(), threads, quant::kernel_isa(), o.model.precision.c_str(),
-                static_cast<long long>(c.batch));
+                kv_type_for(o.model) == KvType::F16 ? "f16" : "f32", static_cast<long long>(c.batch));
   else
     std::printf("model %s (%s), %s backend, batch %lld\n", name.c_str(), model->hp().arch.c_str(), be->name(),
                 static_cast<long long>(c.batch));

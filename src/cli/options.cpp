@@ -44,10 +44,16 @@ void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
   sub->add_option("--precision", o.precision,
                   "CPU matmul activations: int16 (default), exact (f32: the reference path) or int8 (llama.cpp's scheme)")
       ->check(CLI::IsMember({"int16", "exact", "int8"}));
-  sub->add_option("--kv-type", o.kv_type, "CPU KV cache element type: f32 (default) or f16 (half the memory; not with --precision exact)")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  sub->add_option("--kv-type", o.kv_type,
+                  "CPU KV cache element type: auto (default: f16, or f32 with --precision exact), f32, or f16 (not with --precision exact)")
+      ->check(CLI::IsMember({"auto", "f32", "f16"}));
   sub->add_option("--device", o.device, "cpu, cuda, or auto: CUDA when a device is present (default: $TURBOSPARK_DEVICE, else auto)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+}
+
+KvType kv_type_for(const ModelOptions& o) {
+  if (o.kv_type != "auto") return parse_kv_type(o.kv_type);
+  return parse_precision(o.precision) == Precision::Exact ? KvType::F32 : KvType::F16;
 }
 
 int resolve_threads(int requested) {
@@ -64,7 +70,7 @@ std::unique_ptr<Backend> make_backend(const ModelOptions& o) {
     const char* env = std::getenv("TURBOSPARK_DEVICE");
     device = env && *env ? env : "auto";
   }
-  return ts::make_backend(device, resolve_threads(o.threads), parse_precision(o.precision), parse_kv_type(o.kv_type));
+  return ts::make_backend(device, resolve_threads(o.threads), parse_precision(o.precision), kv_type_for(o));
 }
 
 LoadOptions load_options(const ModelOptions& o, int64_t logit_rows) {

@@ -27,7 +27,7 @@ struct ModelOptions {
   std::string phases_json, router_hist;
   bool router_trace = false;
   std::string precision = "int16";
-  std::string kv_type = "f32";
+  std::string kv_type = "auto";
   std::string device;  // cpu, cuda, auto; empty: $TURBOSPARK_DEVICE, else auto
 };
 
@@ -39,5 +39,9 @@ std::string resolve_model(const ModelOptions& o);
 std::unique_ptr<Backend> make_backend(const ModelOptions& o);
 // How to load it: the expert residency options, and the run's shape for the auto budget.
 LoadOptions load_options(const ModelOptions& o, int64_t logit_rows);
+// --kv-type: auto is f16 on the int16 and int8 paths (half the bytes attention reads at depth, and
+// still far closer to the exact result than llama.cpp; see docs/BENCHMARKS.md) and f32 on the exact
+// path, which is defined with an f32 cache.
+KvType kv_type_for(const ModelOptions& o);
 
 }  // namespace ts::cli

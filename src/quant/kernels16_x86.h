@@ -33,14 +33,21 @@ inline __m256i bit4_words(uint16_t bits) {
   return _mm256_and_si256(hit, _mm256_set1_epi16(16));
 }
 
-// Lane r of the result is the sum of the 8 lanes of s[r] (exact: integer adds).
-inline __m256i reduce8(const __m256i (&s)[8]) {
-  __m256i a[4];
-  for (int i = 0; i < 4; ++i)
-    a[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(s[2 * i], s[2 * i + 1]), _mm256_unpackhi_epi32(s[2 * i], s[2 * i + 1]));
+// The first step of reduce8 for rows 2i and 2i+1: a[i] holds their lanes summed in pairs.
+inline __m256i reduce_pair(__m256i s0, __m256i s1) {
+  return _mm256_add_epi32(_mm256_unpacklo_epi32(s0, s1), _mm256_unpackhi_epi32(s0, s1));
+}
+// The rest: lane r of the result is the sum of the 8 lanes of row r.
+inline __m256i reduce8_pairs(const __m256i (&a)[4]) {
   const __m256i lo = _mm256_add_epi32(_mm256_unpacklo_epi64(a[0], a[1]), _mm256_unpackhi_epi64(a[0], a[1]));
   const __m256i hi = _mm256_add_epi32(_mm256_unpacklo_epi64(a[2], a[3]), _mm256_unpackhi_epi64(a[2], a[3]));
   return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+// Lane r of the result is the sum of the 8 lanes of s[r] (exact: integer adds).
+inline __m256i reduce8(const __m256i (&s)[8]) {
+  __m256i a[4];
+  for (int i = 0; i < 4; ++i) a[i] = reduce_pair(s[2 * i], s[2 * i + 1]);
+  return reduce8_pairs(a);
 }
 
 // 8x8 transpose of 32-bit elements: out[j] lane r = in[r] lane j.
@@ -282,18 +289,40 @@ inline void store_rows(float* y, __m256 v, int n) {
 
 // Rows p[0..7] (pointers to the rows' first blocks; unused rows repeat a valid one) times T
 // activation rows; writes the first n results of token t to y[t]. A group's codes are unpacked once
-// (into L1) and used for every token.
+// (into L1) and used for every token. `ahead` (ahead_bytes long, or null) is fetched into the cache
+// meanwhile, a slice per block: the caller's next 8 rows. Rows of a few hundred bytes are too short
+// for the hardware prefetcher to learn 8 interleaved streams, and decode waits on memory otherwise.
 template <class F, int T>
-void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* const* y, int n) {
+void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* const* y, int n, const uint8_t* ahead,
+                  size_t ahead_bytes) {
   __m256 acc[T], accm[T];
   for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
-  for (int64_t blk = 0; blk < k / F::kElems; ++blk) {
+  const int64_t n_blocks = k / F::kElems;
+  const size_t slice = ahead ? (ahead_bytes + static_cast<size_t>(n_blocks) - 1) / static_cast<size_t>(n_blocks) : 0;
+  for (int64_t blk = 0; blk < n_blocks; ++blk) {
+    for (size_t o = 0; o < slice; o += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<size_t>(blk) * slice + o), _MM_HINT_T0);
     const uint8_t* bp[8];
     for (int r = 0; r < 8; ++r) bp[r] = p[r] + blk * F::kBytes;
     __m256 D[F::kGroups], M[F::kGroups];
     F::factors8(bp, D, M);
     for (int g = 0; g < F::kGroups; ++g) {
       const int64_t e = blk * F::kElems + g * F::kGroup, b = e / kQK;
+      if constexpr (T == 1) {  // one token: each row's codes go straight into its dot, rows reduced in pairs (no spills)
+        __m256i xv[F::kVecs], a[4];
+        for (int v = 0; v < F::kVecs; ++v) xv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[0].q + e + 16 * v));
+        auto dot = [&](int r) {
+          __m256i c[F::kVecs];
+          F::codes(bp[r], g, c);
+          __m256i s = _mm256_madd_epi16(c[0], xv[0]);
+          for (int v = 1; v < F::kVecs; ++v) s = madd_acc(s, c[v], xv[v]);
+          return s;
+        };
+        for (int i = 0; i < 4; ++i) a[i] = reduce_pair(dot(2 * i), dot(2 * i + 1));
+        acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8_pairs(a)), _mm256_mul_ps(D[g], _mm256_set1_ps(x[0].d[b])), acc[0]);
+        if constexpr (F::kSign != MinSign::none) accm[0] = _mm256_fmadd_ps(M[g], _mm256_set1_ps(x[0].s[b]), accm[0]);
+        continue;
+      }
       __m256i c[8][F::kVecs];
       for (int r = 0; r < 8; ++r) F::codes(bp[r], g, c[r]);
       for (int t = 0; t < T; ++t) {
@@ -421,12 +450,15 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
         x[t] = act16_row(X + t * xs, k);
         y[t] = Y + t * ys + r0;
       }
+      const bool more = r0 + 8 < rows;
+      const uint8_t* next = more ? W + (r0 + 8) * ws : nullptr;
+      const size_t next_bytes = more ? static_cast<size_t>(std::min<int64_t>(8, rows - r0 - 8)) * ws : 0;
       switch (n_tok) {
-        case 1: rows8_tokens<F, 1>(p, k, x, y, n); break;
-        case 2: rows8_tokens<F, 2>(p, k, x, y, n); break;
-        case 3: rows8_tokens<F, 3>(p, k, x, y, n); break;
-        case 4: rows8_tokens<F, 4>(p, k, x, y, n); break;
-        default: rows8_tokens<F, 5>(p, k, x, y, n); break;
+        case 1: rows8_tokens<F, 1>(p, k, x, y, n, next, next_bytes); break;
+        case 2: rows8_tokens<F, 2>(p, k, x, y, n, next, next_bytes); break;
+        case 3: rows8_tokens<F, 3>(p, k, x, y, n, next, next_bytes); break;
+        case 4: rows8_tokens<F, 4>(p, k, x, y, n, next, next_bytes); break;
+        default: rows8_tokens<F, 5>(p, k, x, y, n, next, next_bytes); break;
       }
     }
     return;

@@ -154,10 +154,12 @@ void CpuBackend::attention_fast(int64_t layer, Act q, const AttentionParams& p, 
       rows[r].state = sees ? state(i, tk.chunk, tk.kv_head * G) : nullptr;
     }
     cpu::attend_chunk_avx2(lk, rows, tk.n, tk.kv_head, tk.chunk);
-    // A row that sees one chunk is finished here; longer rows are merged below, once all their
-    // chunks are done. Either way the same merge computes the output.
+    // A row that sees one chunk is finished by the task of that chunk; longer rows are merged below,
+    // once all their chunks are done. Either way the same merge computes the output. (A task also
+    // holds rows that do not see its chunk, with a sliding window: merging those here would read
+    // another task's state while it is being written.)
     for (int64_t r = 0; r < tk.n; ++r)
-      if (n_chunks(tk.row0 + r) == 1)
+      if (rows[r].state && n_chunks(tk.row0 + r) == 1)
         for (int64_t h = tk.kv_head * G; h < (tk.kv_head + 1) * G; ++h) merge(tk.row0 + r, h);
   });
   if (multi)

@@ -33,21 +33,16 @@ inline __m256i bit4_words(uint16_t bits) {
   return _mm256_and_si256(hit, _mm256_set1_epi16(16));
 }
 
-// The first step of reduce8 for rows 2i and 2i+1: a[i] holds their lanes summed in pairs.
+// Lane sums of 8 rows' vectors into one vector (lane r = row r), exact (integer adds), in two
+// steps: rows 2i and 2i+1 first, summed in pairs of lanes ...
 inline __m256i reduce_pair(__m256i s0, __m256i s1) {
   return _mm256_add_epi32(_mm256_unpacklo_epi32(s0, s1), _mm256_unpackhi_epi32(s0, s1));
 }
-// The rest: lane r of the result is the sum of the 8 lanes of row r.
+// ... then the rest: lane r of the result is the sum of the 8 lanes of row r.
 inline __m256i reduce8_pairs(const __m256i (&a)[4]) {
   const __m256i lo = _mm256_add_epi32(_mm256_unpacklo_epi64(a[0], a[1]), _mm256_unpackhi_epi64(a[0], a[1]));
   const __m256i hi = _mm256_add_epi32(_mm256_unpacklo_epi64(a[2], a[3]), _mm256_unpackhi_epi64(a[2], a[3]));
   return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
-}
-// Lane r of the result is the sum of the 8 lanes of s[r] (exact: integer adds).
-inline __m256i reduce8(const __m256i (&s)[8]) {
-  __m256i a[4];
-  for (int i = 0; i < 4; ++i) a[i] = reduce_pair(s[2 * i], s[2 * i + 1]);
-  return reduce8_pairs(a);
 }
 
 // 8x8 transpose of 32-bit elements: out[j] lane r = in[r] lane j.
@@ -288,9 +283,8 @@ inline void store_rows(float* y, __m256 v, int n) {
 }
 
 // Rows p[0..7] (pointers to the rows' first blocks; unused rows repeat a valid one) times T
-// activation rows; writes the first n results of token t to y[t]. A group's codes are unpacked once
-// (into L1) and used for every token. `ahead` (ahead_bytes long, or null) is fetched into the cache
-// meanwhile, a slice per block: the caller's next 8 rows. Rows of a few hundred bytes are too short
+// activation rows; writes the first n results of token t to y[t]. `ahead` (ahead_bytes long, or
+// null) is fetched into the cache meanwhile, a slice per block: the caller's next 8 rows. Rows of a few hundred bytes are too short
 // for the hardware prefetcher to learn 8 interleaved streams, and decode waits on memory otherwise.
 template <class F, int T>
 void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* const* y, int n, const uint8_t* ahead,
@@ -308,32 +302,27 @@ void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* 
     F::factors8(bp, D, M);
     for (int g = 0; g < F::kGroups; ++g) {
       const int64_t e = blk * F::kElems + g * F::kGroup, b = e / kQK;
-      if constexpr (T == 1) {  // one token: each row's codes go straight into its dot, rows reduced in pairs (no spills)
-        __m256i xv[F::kVecs], a[4];
-        for (int v = 0; v < F::kVecs; ++v) xv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[0].q + e + 16 * v));
-        auto dot = [&](int r) {
-          __m256i c[F::kVecs];
-          F::codes(bp[r], g, c);
-          __m256i s = _mm256_madd_epi16(c[0], xv[0]);
-          for (int v = 1; v < F::kVecs; ++v) s = madd_acc(s, c[v], xv[v]);
-          return s;
-        };
-        for (int i = 0; i < 4; ++i) a[i] = reduce_pair(dot(2 * i), dot(2 * i + 1));
-        acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8_pairs(a)), _mm256_mul_ps(D[g], _mm256_set1_ps(x[0].d[b])), acc[0]);
-        if constexpr (F::kSign != MinSign::none) accm[0] = _mm256_fmadd_ps(M[g], _mm256_set1_ps(x[0].s[b]), accm[0]);
-        continue;
-      }
-      __m256i c[8][F::kVecs];
-      for (int r = 0; r < 8; ++r) F::codes(bp[r], g, c[r]);
-      for (int t = 0; t < T; ++t) {
-        __m256i xv[F::kVecs];
-        for (int v = 0; v < F::kVecs; ++v) xv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].q + e + 16 * v));
-        __m256i s[8];
-        for (int r = 0; r < 8; ++r) {
-          s[r] = _mm256_madd_epi16(c[r][0], xv[0]);
-          for (int v = 1; v < F::kVecs; ++v) s[r] = madd_acc(s[r], c[r][v], xv[v]);
+      // Rows go in pairs: a pair's codes are unpacked once, into registers, and dotted with every
+      // token; a[t][i] keeps the pair's lanes summed in pairs (the first step of reduce8).
+      __m256i a[T][4];
+      for (int i = 0; i < 4; ++i) {
+        __m256i c0[F::kVecs], c1[F::kVecs];
+        F::codes(bp[2 * i], g, c0);
+        F::codes(bp[2 * i + 1], g, c1);
+        for (int t = 0; t < T; ++t) {
+          const auto* xp = reinterpret_cast<const __m256i*>(x[t].q + e);
+          __m256i xv = _mm256_loadu_si256(xp);
+          __m256i s0 = _mm256_madd_epi16(c0[0], xv), s1 = _mm256_madd_epi16(c1[0], xv);
+          for (int v = 1; v < F::kVecs; ++v) {
+            xv = _mm256_loadu_si256(xp + v);
+            s0 = madd_acc(s0, c0[v], xv);
+            s1 = madd_acc(s1, c1[v], xv);
+          }
+          a[t][i] = reduce_pair(s0, s1);
         }
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8(s)), _mm256_mul_ps(D[g], _mm256_set1_ps(x[t].d[b])), acc[t]);
+      }
+      for (int t = 0; t < T; ++t) {
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8_pairs(a[t])), _mm256_mul_ps(D[g], _mm256_set1_ps(x[t].d[b])), acc[t]);
         if constexpr (F::kSign != MinSign::none) accm[t] = _mm256_fmadd_ps(M[g], _mm256_set1_ps(x[t].s[b]), accm[t]);
       }
     }

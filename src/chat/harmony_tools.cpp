@@ -33,6 +33,14 @@ std::string string_field(const json& j, std::string_view key) {
   return it != j.end() ? text_of(*it) : std::string();
 }
 
+// A schema list ("enum", "oneOf", "type" as a union) that the template iterates: anything but an
+// array is an error (Jinja would iterate a string's characters or an object's keys).
+const json& list_field(const json& spec, const char* key) {
+  const json& list = spec[key];
+  if (!list.is_array()) fail("chat request: a tool parameter's \"{}\" must be an array, got {}", key, list.dump());
+  return list;
+}
+
 std::string join(const json& list, std::string_view sep) {
   std::string out;
   for (size_t i = 0; i < list.size(); ++i) out += (i ? std::string(sep) : "") + text_of(list[i]);
@@ -64,7 +72,7 @@ std::string typescript_type(const json& spec) {
   if (truthy(spec, "oneOf")) {
     // The template means to print "any" for unions with object variants, but its flag is set
     // inside a Jinja loop scope and never escapes it, so every union is spelled out.
-    const json& variants = spec["oneOf"];
+    const json& variants = list_field(spec, "oneOf");
     std::string out;
     for (size_t i = 0; i < variants.size(); ++i) {
       const json& v = variants[i];
@@ -77,7 +85,7 @@ std::string typescript_type(const json& spec) {
     return out;
   }
   if (type_is(spec, "string"))
-    return truthy(spec, "enum") ? "\"" + join(spec["enum"], "\" | \"") + "\"" : "string" + nullable;
+    return truthy(spec, "enum") ? "\"" + join(list_field(spec, "enum"), "\" | \"") + "\"" : "string" + nullable;
   if (type_is(spec, "number") || type_is(spec, "integer")) return "number";
   if (type_is(spec, "boolean")) return "boolean";
   if (type_is(spec, "object")) {

@@ -86,6 +86,19 @@ TEST(ChatRender, HarmonyErrorsWhereTheTemplateRaises) {
   EXPECT_THROW(render(Format::Harmony, conversation({{"user", "q"}}), Context{}), Error);  // no date
 }
 
+// Found by fuzz_chat_request: a schema list that is not an array threw nlohmann's type_error (and
+// terminated the fuzzer) instead of a clear error.
+TEST(ChatRender, HarmonyToolSchemaListsMustBeArrays) {
+  Context ctx{"", "2026-12-02", ""};
+  for (const char* spec : {R"({"oneOf":"object"})", R"({"oneOf":{"a":1}})", R"({"type":"string","enum":"fast"})",
+                           R"({"type":"string","enum":{"a":"b"}})", R"({"type":"array","items":{"oneOf":"x"}})"}) {
+    Request r = conversation({{"user", "hi"}});
+    r.tools = json::array({{{"type", "function"},
+                            {"function", {{"name", "f"}, {"parameters", {{"properties", {{"p", json::parse(spec)}}}}}}}}});
+    EXPECT_THROW(render(Format::Harmony, r, ctx), Error) << spec;
+  }
+}
+
 TEST(ChatRender, EmptyConversationIsAnError) {
   EXPECT_THROW(render(Format::ChatML, Request{}, Context{}), Error);
 }

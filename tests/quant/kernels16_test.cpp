@@ -183,6 +183,21 @@ TEST_P(Kernels16, PublicEntryPointUsesTheActiveTable) {
 INSTANTIATE_TEST_SUITE_P(AllFormats, Kernels16, ::testing::ValuesIn(act16_types()),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
+// MXFP4 scales 2^(e-128): e = 0 and 1 are subnormal floats, computed apart in the vector kernels.
+TEST(Kernels16, Mxfp4SubnormalScalesGiveTheScalarBits) {
+  for (int n_tok : {1, 3, 9}) {
+    Problem p = make_problem(GgmlType::MXFP4, 19, 64, n_tok, 17);
+    for (int64_t r = 0; r < p.rows; ++r)
+      for (int64_t b = 0; b < 2; ++b) p.W[r * p.ws + b * 17] = static_cast<uint8_t>((r + b) % 4);  // e = 0..3
+    const auto ref = run(kernels_for(Isa::scalar), p, 0, p.rows, p.n_tok);
+    EXPECT_TRUE(std::any_of(ref.begin(), ref.end(), [](float v) { return v != 0; }));
+    for (Isa isa : test::supported_isas()) {
+      SCOPED_TRACE(isa_name(isa));
+      expect_same_bits(run(kernels_for(isa), p, 0, p.rows, p.n_tok), ref, "subnormal scales");
+    }
+  }
+}
+
 TEST(Kernels16, FloatWeightsHaveNoInt16Kernel) {
   EXPECT_FALSE(has_act16_kernel(GgmlType::F32));
   EXPECT_FALSE(has_act16_kernel(GgmlType::BF16));

@@ -42,8 +42,15 @@ class Load(unittest.TestCase):
                 self.assertIn(finish, ("length", "stop"))
                 self.assertGreater(tokens, 0)
                 self.assertLessEqual(tokens, TOKENS)
+            # A request is counted when the server has finished writing it, which can be just after the
+            # client read its last chunk: the counters must settle within a few seconds, and exactly.
+            key = 'turbospark_requests_total{endpoint="/v1/completions",status="200"}'
+            deadline = time.time() + 10
             m = s.metrics()
-            self.assertEqual(m.get('turbospark_requests_total{endpoint="/v1/completions",status="200"}'), REQUESTS)
+            while (m.get(key) != REQUESTS or m["turbospark_active_sequences"] != 0) and time.time() < deadline:
+                time.sleep(0.05)
+                m = s.metrics()
+            self.assertEqual(m.get(key), REQUESTS)
             self.assertEqual(m["turbospark_active_sequences"], 0)
             print(f"\nload: {REQUESTS} requests, {CONCURRENCY} at a time, up to {TOKENS} tokens each: {total} tokens in "
                   f"{wall:.1f} s = {total / wall:.1f} tok/s aggregate; time to first token median {statistics.median(ttft):.2f} s, "

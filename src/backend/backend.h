@@ -204,6 +204,12 @@ class Backend {
   // hand out views of any host memory (mapped files, read slots). Device: the backend reads only its
   // own memory, so routed experts must be uploaded too (residency/stores.h, make_device_experts).
   virtual MemKind weight_memory() const { return MemKind::Host; }
+  // The backend's weight layout, written on the host: pack writes `host` into `dst` (packed_bytes
+  // long, any host memory) so that those bytes, copied into backend memory (copy_async), are a
+  // matrix the backend computes with, as upload() would make it. A slot cache in device memory is
+  // fed this way from pinned host memory. The CPU computes from the file's layout (a plain copy).
+  virtual size_t packed_bytes(const Mat& host) const { return static_cast<size_t>(host.rows) * host.row_stride; }
+  virtual Mat pack(const Mat& host, void* dst) const;
 
   // Asynchronous work. copy_async copies between memory of any kinds, in order with the other work
   // of queue q (host memory that is not PinnedHost may make it synchronous). An event marks the
@@ -259,6 +265,16 @@ class Backend {
   // Returns false when the backend does not offer it: the caller (moe/MoeLayer) then runs its loop
   // of the operations above, which defines the result. The CPU backend returns false.
   virtual bool routed_experts(const RoutedExperts& op, Act x, Act out) { return false; }
+  // The same layer in three steps, for experts that move between calls (a slot cache), so the host
+  // can plan the slots between them: route_experts routes x on the device and copies each (token,
+  // rank)'s expert to `experts` on the host ([x.n * k], the one host round trip); run_experts computes
+  // the (token, rank) pairs whose expert has weights in op.experts (entries with null gate data are
+  // left for a later call, once their slots are filled); combine_experts sums every pair in rank
+  // order into out. The bytes are routed_experts' however the pairs are split between calls. Only
+  // where offers_routed_experts(); op.experts may change between the calls.
+  virtual void route_experts(const RoutedExperts& op, Act x, int32_t* experts);
+  virtual void run_experts(const RoutedExperts& op, Act x);
+  virtual void combine_experts(const RoutedExperts& op, Act x, Act out);
   // Whether routed_experts can ever return true: the MoE layer gathers a layer's expert table (one
   // request of every expert through the store) only for a backend that may take it.
   virtual bool offers_routed_experts() const { return false; }

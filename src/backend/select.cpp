@@ -1,6 +1,9 @@
 // --device: which backend runs the model. CUDA is compiled in only when the build found nvcc
 // (TURBOSPARK_CUDA); "auto" falls back to the CPU when there is no usable device.
 #include "backend/backend.h"
+
+#include <cstring>
+
 #include "util/error.h"
 
 #ifdef TURBOSPARK_HAVE_CUDA
@@ -8,6 +11,21 @@
 #endif
 
 namespace ts {
+
+Mat Backend::pack(const Mat& host, void* dst) const {
+  std::memcpy(dst, host.data, packed_bytes(host));
+  return Mat{host.type, dst, host.rows, host.cols, host.row_stride};
+}
+
+void Backend::route_experts(const RoutedExperts&, Act, int32_t*) {
+  fail("internal error: the {} backend does not route experts on its device", name());
+}
+void Backend::run_experts(const RoutedExperts&, Act) {
+  fail("internal error: the {} backend does not run routed experts as one operation", name());
+}
+void Backend::combine_experts(const RoutedExperts&, Act, Act) {
+  fail("internal error: the {} backend does not run routed experts as one operation", name());
+}
 
 bool cuda_available(std::string* why) {
 #ifdef TURBOSPARK_HAVE_CUDA

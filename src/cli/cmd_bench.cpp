@@ -42,6 +42,10 @@ void run_bench_command(const BenchOptions& o) {
   const double read_bw = o.n_gen > 0 && cpu ? measure_read_bandwidth(threads) : 0;
   const double tg_bw = r.tg.mean * static_cast<double>(r.decode_bytes);
   const std::string name = std::filesystem::path(path).filename().string();
+  // A cache that moves experts: its hits and the bytes it moved, over the whole run (warm-ups too).
+  const bool cached = model->hp().is_moe() && !model->experts().resident();
+  const ExpertStats es = cached ? model->experts().stats() : ExpertStats{};
+  const double hit_rate = es.requests ? static_cast<double>(es.hits) / static_cast<double>(es.requests) : 0;
   if (o.json) {
     nlohmann::json j;
     j["model"] = path;
@@ -70,6 +74,11 @@ void run_bench_command(const BenchOptions& o) {
       j["tg_bandwidth_gbs"] = tg_bw * 1e-9;
       j["read_bandwidth_gbs"] = read_bw * 1e-9;
     }
+    if (cached) {
+      j["expert_requests"] = es.requests;
+      j["expert_hit_rate"] = hit_rate;
+      j["expert_bytes_moved"] = es.bytes_read;
+    }
     j["version"] = "turbospark 0.1.0";
     std::printf("%s\n", j.dump().c_str());
     return;
@@ -95,6 +104,10 @@ void run_bench_command(const BenchOptions& o) {
       std::printf("decode reads %.1f MiB of weights per token: %.2f GB/s, %.0f%% of the %.2f GB/s measured read bandwidth\n",
                   static_cast<double>(r.decode_bytes) / (1 << 20), tg_bw * 1e-9, 100.0 * tg_bw / read_bw, read_bw * 1e-9);
   }
+  if (cached)
+    std::printf("expert cache over the run (warm-ups included): %.1f%% hits of %lld requests, %.1f MiB moved per request\n",
+                100.0 * hit_rate, static_cast<long long>(es.requests),
+                static_cast<double>(es.bytes_read) / (1 << 20) / static_cast<double>(std::max<int64_t>(es.requests, 1)));
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
   const char* g = "Expert residency (MoE models)";
   sub->add_option("--expert-residency", o.residency,
                   "where routed experts live: resident (loaded up front), mapped (in place, the OS decides), streamed "
-                  "(a slot cache filled from disk), auto (resident if it fits the memory budget, else streamed)")
+                  "(a slot cache filled from disk; with --device cuda, device slots filled from pinned host memory), auto "
+                  "(resident if it fits the memory budget, else streamed)")
       ->check(CLI::IsMember({"auto", "resident", "mapped", "streamed"}))->group(g)->capture_default_str();
   sub->add_option("--expert-cache-mb", o.cache_mb, "streamed: expert cache size over all layers (default: what the budget allows)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->group(g);

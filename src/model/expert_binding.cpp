@@ -5,6 +5,7 @@
 
 #include "model/memory_estimate.h"
 #include "model/tensor_binding.h"
+#include "residency/slot_filler.h"
 #include "util/error.h"
 #include "util/sys_memory.h"
 
@@ -96,7 +97,11 @@ BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFil
   // A device backend holds the experts in its own memory: they are uploaded from the mapped files
   // and take no host memory beyond the page cache.
   const bool device = be.weight_memory() == MemKind::Device;
-  b.choice = device ? choose_device_residency(o, *src) : choose_residency(o, *src, needs);
+  uint64_t device_slot_row = 0;  // one device slot in every MoE layer
+  if (device)
+    for (int64_t l = 0; l < src->n_layer(); ++l)
+      if (src->is_moe(l)) device_slot_row += device_slot_bytes(*src, l, be);
+  b.choice = device ? choose_device_residency(o, *src, device_slot_row) : choose_residency(o, *src, needs);
   // Explicit modes and cache sizes are not fitted to the budget: refuse them here, before the store
   // reads or allocates anything, if the system cannot hold them.
   if (!device && b.choice.mode != ResidencyMode::Mapped) e.experts = b.choice.expert_memory;
@@ -116,8 +121,16 @@ BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFil
     }
   if (device) {
     const std::unique_ptr<ExpertStore> mapped = make_mapped_experts(src, maps);
-    b.store = make_device_experts(*mapped, *src, be);
-    b.maps.clear();  // the experts are in device memory now: the layer files need not stay mapped
+    if (b.choice.mode == ResidencyMode::Streamed) {
+      StreamOptions so;
+      so.slots_per_layer = b.choice.slots_per_layer;
+      so.policy = o.policy;
+      so.prefetch = b.choice.prefetch;
+      b.store = make_device_streamed_experts(*mapped, src, be, so);
+    } else {
+      b.store = make_device_experts(*mapped, *src, be);
+    }
+    b.maps.clear();  // the experts are in device (or pinned host) memory now: the files need not stay mapped
   } else {
     b.store = make_expert_store(b.choice, o, std::move(src), be, maps);
   }

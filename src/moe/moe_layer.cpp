@@ -1,6 +1,7 @@
 #include "moe/moe_layer.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "moe/router_recorder.h"
 #include "util/phase_clock.h"
@@ -73,6 +74,55 @@ const std::vector<ExpertView>& MoeLayer::layer_table(ExpertStore& store, int64_t
   return table;
 }
 
+void MoeLayer::request_experts(ExpertStore& store, int64_t layer, ExpertOrder order, Act residual, const NextRouter& next) {
+  distinct_experts(routing_, order, experts_);
+  store.request(layer, experts_);
+  // Predict the next layer's experts from this layer's input and let the store read them while
+  // this layer computes. A wrong guess costs a read, never a wrong result: the next layer routes
+  // for real and asks for what it needs.
+  if (next.router && residual.data && store.wants_prefetch()) {
+    Act px = predict_x_.first(residual.n);
+    be_.rms_norm(residual, next.norm, next.norm_eps, s_.n_embd, px);
+    route_tokens(*next.router, next.bias, px, layer + 1, predicted_);
+    distinct_experts(predicted_, ExpertOrder::Router, predicted_experts_);
+    store.prefetch(layer + 1, predicted_experts_);
+  }
+}
+
+// Experts that move (a slot cache) on a backend that runs routed experts as one operation: the
+// backend routes on its device and hands the choices to the host, which plans the slots; then the
+// backend runs the experts whose slots are ready, in waves of at most the store's lease limit (a
+// wave's leases are released once its work is issued, which frees their slots for the next wave),
+// and sums every (token, rank) pair in rank order at the end. The bytes are those of the resident
+// path: the same routing, products and sum, only the weights' addresses differ.
+void MoeLayer::forward_in_waves(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x,
+                                Act out, ExpertOrder order, Act residual, const NextRouter& next) {
+  RoutedExperts op{layer, s_.contract, s_.activation, s_.k, &router, router_bias, {}};
+  {
+    PhaseScope phase(Phase::Router);
+    routing_ = Routing{x.n, s_.k, std::vector<int32_t>(x.n * s_.k), {}};  // the weights stay on the device
+    be_.route_experts(op, x, routing_.experts.data());
+    request_experts(store, layer, order, residual, next);
+  }
+  PhaseScope phase(Phase::ExpertCompute);
+  wave_.assign(s_.n_expert, ExpertView{});
+  const size_t limit = static_cast<size_t>(std::max<int32_t>(1, store.lease_limit(layer)));
+  const auto run_wave = [&] {
+    op.experts = wave_;
+    be_.run_experts(op, x);
+    for (const ExpertLease& l : leases_) wave_[l.expert()] = ExpertView{};
+    leases_.clear();  // released: their slots may be refilled once the wave's work has run
+  };
+  while (ExpertLease lease = store.next()) {
+    wave_[lease.expert()] = lease.view();
+    leases_.push_back(std::move(lease));
+    if (leases_.size() >= limit) run_wave();
+  }
+  if (!leases_.empty()) run_wave();
+  op.experts = {};
+  be_.combine_experts(op, x, out);
+}
+
 void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x, Act out,
                        ExpertOrder order, Act residual, const NextRouter& next) {
   const int64_t n = x.n, k = s_.k;
@@ -80,11 +130,16 @@ void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, con
   // FFNs and the combine without a host round trip); when it declines, the loop below defines it.
   // A router recording needs the routing on the host, so it keeps the loop.
   on_backend_ = false;
-  if (store.resident() && be_.offers_routed_experts() && !RouterRecorder::active()) {
-    const RoutedExperts op{layer, s_.contract, s_.activation, k, &router, router_bias, layer_table(store, layer)};
-    on_backend_ = be_.routed_experts(op, x, out);
-    if (on_backend_) {
-      routing_ = Routing{};
+  if (be_.offers_routed_experts() && !RouterRecorder::active()) {
+    if (store.resident()) {
+      const RoutedExperts op{layer, s_.contract, s_.activation, k, &router, router_bias, layer_table(store, layer)};
+      on_backend_ = be_.routed_experts(op, x, out);
+      if (on_backend_) {
+        routing_ = Routing{};
+        return;
+      }
+    } else {
+      forward_in_waves(store, layer, router, router_bias, x, out, order, residual, next);
       return;
     }
   }
@@ -92,18 +147,7 @@ void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, con
     PhaseScope phase(Phase::Router);
     route_tokens(router, router_bias, x, layer, routing_);
     if (RouterRecorder* rec = RouterRecorder::active()) rec->record(layer, routing_);
-    distinct_experts(routing_, order, experts_);
-    store.request(layer, experts_);
-    // Predict the next layer's experts from this layer's input and let the store read them while
-    // this layer computes. A wrong guess costs a read, never a wrong result: the next layer routes
-    // for real and asks for what it needs.
-    if (next.router && residual.data && store.wants_prefetch()) {
-      Act px = predict_x_.first(n);
-      be_.rms_norm(residual, next.norm, next.norm_eps, s_.n_embd, px);
-      route_tokens(*next.router, next.bias, px, layer + 1, predicted_);
-      distinct_experts(predicted_, ExpertOrder::Router, predicted_experts_);
-      store.prefetch(layer + 1, predicted_experts_);
-    }
+    request_experts(store, layer, order, residual, next);
   }
 
   PhaseScope phase(Phase::ExpertCompute);

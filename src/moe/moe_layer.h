@@ -42,7 +42,8 @@ class MoeLayer {
   // un-normalised input (the prediction for `next` normalises it with the next layer's norm).
   void forward(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x, Act out,
                ExpertOrder order, Act residual = {}, const NextRouter& next = {});
-  // Empty when the backend ran the layer (the routing stayed on the device).
+  // Empty when the backend ran the layer (the routing stayed on the device); without weights when
+  // only the experts came back to the host (experts that move, on such a backend).
   const Routing& last_routing() const { return routing_; }
   // Whether the last forward() ran as one backend operation (Backend::routed_experts).
   bool last_on_backend() const { return on_backend_; }
@@ -50,6 +51,9 @@ class MoeLayer {
  private:
   void route_tokens(const Mat& router, const float* bias, Act x, int64_t layer, Routing& out);
   void distinct_experts(const Routing& r, ExpertOrder order, std::vector<int32_t>& out);
+  void request_experts(ExpertStore& store, int64_t layer, ExpertOrder order, Act residual, const NextRouter& next);
+  void forward_in_waves(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x, Act out,
+                        ExpertOrder order, Act residual, const NextRouter& next);
   void compute_expert(const ExpertLease& lease, Act x);
   const std::vector<ExpertView>& layer_table(ExpertStore& store, int64_t layer);
 
@@ -63,6 +67,8 @@ class MoeLayer {
   std::vector<std::vector<int32_t>> tokens_, slots_of_;  // per expert: token rows, (token, rank) slots
   std::vector<std::vector<ExpertView>> tables_;          // per layer: every expert, for routed_experts
   const ExpertStore* table_store_ = nullptr;             // the store the tables came from
+  std::vector<ExpertView> wave_;                         // forward_in_waves: the wave's experts by index
+  std::vector<ExpertLease> leases_;                      // ... and their leases
   bool on_backend_ = false;
 };
 

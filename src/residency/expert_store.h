@@ -6,6 +6,7 @@
 // Output bytes cannot depend on the order of readiness: the layer sums expert outputs in router
 // rank order (moe/moe_layer.cpp, Backend::combine_ranked).
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -79,6 +80,9 @@ class ExpertStore {
   // hand them to Backend::routed_experts (a GPU routes and runs them with no host round trip).
   // Stores that move experts (a slot cache) say no: every layer call goes through request/next.
   virtual bool resident() const { return false; }
+  // How many leases of one layer a caller may hold at once: with that many held, next() needs one
+  // released before it can hand out another (a slot cache's slots per layer).
+  virtual int32_t lease_limit(int64_t layer) const { return INT32_MAX; }
 
  protected:
   ExpertLease make_lease(int64_t layer, int32_t expert, int32_t slot, const ExpertView& v);

@@ -85,14 +85,35 @@ ResidencyChoice choose_residency(const ResidencyOptions& o, const ExpertSource& 
                   fmt::format("the largest cache that fits ({})", budget_text));
 }
 
-ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src) {
-  if (o.mode == ResidencyMode::Mapped || o.mode == ResidencyMode::Streamed)
-    fail("--expert-residency {} is not available on a device backend yet: its experts are uploaded to device memory "
-         "(use resident or auto)", residency_mode_name(o.mode));
+ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src, uint64_t device_slot_row) {
   ResidencyChoice c;
-  c.mode = ResidencyMode::Resident;
-  c.expert_memory = src.total_expert_bytes();
-  c.summary = fmt::format("experts resident in device memory: {} uploaded up front", format_bytes(c.expert_memory));
+  if (o.mode == ResidencyMode::Mapped)
+    fail("--expert-residency mapped is not available on a device backend: it computes from its own memory "
+         "(use resident, or streamed with --expert-cache-mb for a cache in device memory)");
+  if (o.mode != ResidencyMode::Streamed) {
+    c.mode = ResidencyMode::Resident;
+    c.expert_memory = src.total_expert_bytes();
+    c.summary = fmt::format("experts resident in device memory: {} uploaded up front", format_bytes(c.expert_memory));
+    return c;
+  }
+  int64_t slots = o.cache_slots;
+  if (slots <= 0) {
+    if (o.cache_bytes == 0)
+      fail("--expert-residency streamed on a device backend needs --expert-cache-mb (device memory for the cache) or "
+           "--expert-cache-slots");
+    slots = static_cast<int64_t>(std::min<uint64_t>(o.cache_bytes / device_slot_row, INT32_MAX));
+    if (slots < 1)
+      fail("--expert-cache-mb {} is less than one slot per layer, which takes {} of device memory", o.cache_bytes >> 20,
+           format_bytes(device_slot_row));
+  }
+  c.mode = ResidencyMode::Streamed;
+  c.slots_per_layer = static_cast<int32_t>(std::min<int64_t>(slots, src.n_expert()));
+  c.expert_memory = device_slot_row * static_cast<uint64_t>(c.slots_per_layer);
+  c.prefetch = o.prefetch == PrefetchMode::On || (o.prefetch == PrefetchMode::Auto && 2 * c.slots_per_layer <= src.n_expert());
+  c.summary = fmt::format("experts streamed into device memory: {} of {} slots per layer ({} of cache, {}{}), fed from "
+                          "{} of pinned host memory", c.slots_per_layer, src.n_expert(), format_bytes(c.expert_memory),
+                          o.policy == EvictionPolicy::LFU ? "LFU" : "LRU", c.prefetch ? ", prefetch" : "",
+                          format_bytes(src.total_expert_bytes()));
   return c;
 }
 

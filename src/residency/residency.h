@@ -49,9 +49,10 @@ struct ResidencyChoice {
 ResidencyChoice choose_residency(const ResidencyOptions& o, const ExpertSource& src, const ResidencyNeeds& n);
 
 // The same for a backend whose weights live in its own memory (Backend::weight_memory() == Device):
-// every expert is uploaded there (auto and resident); mapped and streamed are refused (ts::Error
-// saying so) until the streamed store has device-memory slots.
-ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src);
+// auto and resident upload every expert there; streamed keeps a slot cache in device memory, sized
+// by --expert-cache-mb (over device_slot_row, the bytes of one slot in every MoE layer in the
+// backend's layout) or --expert-cache-slots, fed from pinned host memory; mapped is refused.
+ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src, uint64_t device_slot_row);
 
 // maps: the source's files in memory (used by the mapped store only).
 std::unique_ptr<ExpertStore> make_expert_store(const ResidencyChoice& c, const ResidencyOptions& o,

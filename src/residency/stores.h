@@ -2,7 +2,7 @@
 //  - mapped: every expert read in place from the memory-mapped files (the OS decides what stays);
 //  - resident: every expert read up front into backend memory;
 //  - streamed: a per-layer cache of slots in backend memory, planned by SlotPlanner and filled by
-//    a pool of reader threads (buffered pread, or O_DIRECT).
+//    a pool of reader threads (buffered pread, or O_DIRECT), or on a GPU from pinned host memory.
 // All three hand out the same bytes for an expert, so the model's output cannot depend on the mode.
 #pragma once
 #include <memory>
@@ -39,5 +39,10 @@ std::unique_ptr<ExpertStore> make_resident_experts(std::shared_ptr<const ExpertS
 std::unique_ptr<ExpertStore> make_device_experts(ExpertStore& from, const ExpertSource& src, Backend& be);
 std::unique_ptr<ExpertStore> make_streamed_experts(std::shared_ptr<const ExpertSource> src, Backend& be,
                                                    const StreamOptions& o);
+// The streamed store for a backend whose weights live in its own memory: slots in device memory,
+// filled from a pinned host copy of every expert of `from` (packed up front, in the backend's
+// layout) by copies on the transfer queue (residency/slot_filler.h). o.read is not used.
+std::unique_ptr<ExpertStore> make_device_streamed_experts(ExpertStore& from, std::shared_ptr<const ExpertSource> src,
+                                                          Backend& be, const StreamOptions& o);
 
 }  // namespace ts

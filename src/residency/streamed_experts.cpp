@@ -1,11 +1,12 @@
 // Streamed experts: per layer, a fixed set of slots in backend memory, planned by SlotPlanner and
-// filled by the reader pool. One mutex guards the planners and slot states; reader threads only
-// flip a slot's I/O state (and wake the waiter); everything else happens on the forward thread.
+// filled by a SlotFiller (reads from the files, or copies from pinned host memory into device
+// slots). One mutex guards the planners and slot states; reader threads only flip a slot's I/O
+// state (and wake the waiter); everything else happens on the forward thread.
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
-#include "residency/expert_files.h"
+#include "residency/slot_filler.h"
 #include "residency/stores.h"
 #include "util/error.h"
 #include "util/phase_clock.h"
@@ -15,26 +16,27 @@ namespace {
 
 class StreamedExperts final : public ExpertStore {
  public:
-  StreamedExperts(std::shared_ptr<const ExpertSource> src, Backend& be, const StreamOptions& o)
-      : src_(std::move(src)), be_(be), opt_(o), files_(src_->files(), o.read.direct_io), layers_(src_->n_layer()) {
+  StreamedExperts(std::shared_ptr<const ExpertSource> src, std::unique_ptr<SlotFiller> filler, Backend& be,
+                  const StreamOptions& o)
+      : src_(std::move(src)), be_(be), opt_(o), layers_(src_->n_layer()) {
     try {
       for (int64_t l = 0; l < src_->n_layer(); ++l) {
         if (!src_->is_moe(l)) continue;
         Layer& L = layers_[l];
         L.planner = std::make_unique<SlotPlanner>(o.slots_per_layer, src_->n_expert(), o.policy);
-        L.slot_bytes = src_->slot_bytes(l, o.read.direct_io);
-        L.mem = be.alloc_buffer(checked_mul(L.slot_bytes, static_cast<uint64_t>(o.slots_per_layer), "expert cache"), MemKind::Host);
+        L.slot_bytes = filler->slot_bytes(l);
+        L.mem = be.alloc_buffer(checked_mul(L.slot_bytes, static_cast<uint64_t>(o.slots_per_layer), "expert cache"), filler->memory());
         L.slots.resize(o.slots_per_layer);
       }
-      pool_ = std::make_unique<ReaderPool>(o.read.threads, o.read.chunk_bytes, o.read.read);
     } catch (...) {
       free_buffers();
       throw;
     }
+    filler_ = std::move(filler);
   }
 
   ~StreamedExperts() override {
-    pool_.reset();  // waits for reads in flight: their callbacks touch the slots
+    filler_.reset();  // waits for reads in flight: their callbacks touch the slots
     free_buffers();
   }
 
@@ -68,7 +70,8 @@ class StreamedExperts final : public ExpertStore {
         if (L.planner->state(s) != SlotPlanner::State::Valid) continue;
         planned_.erase(planned_.begin() + static_cast<std::ptrdiff_t>(i));
         ++L.slots[s].leases;
-        return make_lease(layer_, e, s, src_->view(layer_, e, slot_memory(L, s), opt_.read.direct_io));
+        filler_->before_use(layer_, s);
+        return make_lease(layer_, e, s, filler_->view(layer_, e, slot_memory(L, s)));
       }
       if (planned_.empty()) {
         if (pending_.empty()) return {};
@@ -111,10 +114,13 @@ class StreamedExperts final : public ExpertStore {
     return stats_;
   }
 
+  int32_t lease_limit(int64_t) const override { return opt_.slots_per_layer; }
+
  protected:
   void release(int64_t layer, int32_t slot) override {
     std::lock_guard<std::mutex> lk(mu_);
     --layers_[layer].slots[slot].leases;
+    filler_->after_use(layer, slot);
     cv_.notify_all();
   }
 
@@ -210,22 +216,22 @@ class StreamedExperts final : public ExpertStore {
     Layer& L = layers_[layer];
     L.slots[s].io = Io::Reading;
     L.slots[s].error.clear();
-    extents_.clear();
-    src_->extents(layer, e, opt_.read.direct_io, files_.fds(), slot_memory(L, s), extents_);
-    for (const ReadExtent& x : extents_) stats_.bytes_read += x.bytes;
-    pool_->submit(extents_, [this, layer, s](const std::string& err) {
+    const bool ready = filler_->fill(layer, e, s, slot_memory(L, s), priority, [this, layer, s](const std::string& err) {
       std::lock_guard<std::mutex> lk(mu_);
       Slot& sl = layers_[layer].slots[s];
       sl.io = err.empty() ? Io::Done : Io::Failed;
       sl.error = err;
       cv_.notify_all();
-    }, priority);
+    }, stats_.bytes_read);
+    if (ready) {  // valid for all later work already: no read to wait for
+      L.planner->commit(s);
+      L.slots[s].io = Io::Idle;
+    }
   }
 
   std::shared_ptr<const ExpertSource> src_;
   Backend& be_;
   StreamOptions opt_;
-  ExpertFiles files_;
   std::vector<Layer> layers_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -236,15 +242,21 @@ class StreamedExperts final : public ExpertStore {
   std::vector<std::pair<int32_t, int32_t>> planned_;  // (expert, slot): planned, not handed out yet
   std::string failure_;                               // a planned expert's read failed
   std::vector<int32_t> misses_;
-  std::vector<ReadExtent> extents_;
-  std::unique_ptr<ReaderPool> pool_;  // last: destroyed first (see the destructor)
+  std::unique_ptr<SlotFiller> filler_;  // destroyed first (see the destructor)
 };
 
 }  // namespace
 
 std::unique_ptr<ExpertStore> make_streamed_experts(std::shared_ptr<const ExpertSource> src, Backend& be,
                                                    const StreamOptions& o) {
-  return std::make_unique<StreamedExperts>(std::move(src), be, o);
+  std::unique_ptr<SlotFiller> filler = make_file_filler(src, o.read);
+  return std::make_unique<StreamedExperts>(std::move(src), std::move(filler), be, o);
+}
+
+std::unique_ptr<ExpertStore> make_device_streamed_experts(ExpertStore& from, std::shared_ptr<const ExpertSource> src,
+                                                          Backend& be, const StreamOptions& o) {
+  std::unique_ptr<SlotFiller> filler = make_device_filler(from, *src, be);
+  return std::make_unique<StreamedExperts>(std::move(src), std::move(filler), be, o);
 }
 
 }  // namespace ts

@@ -1,6 +1,7 @@
 // The CUDA backend on every model fixture: both paths (batched prefill, and one token at a time,
 // whose steps from the third on replay a recorded CUDA graph) within the fixtures' pass rule of the
-// exact reference, and the same bytes from two runs. Skips without a CUDA device.
+// exact reference, and the same bytes from two runs; on the MoE fixtures, experts streamed through
+// device slots give the resident bytes for every cache size. Skips without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 
 #include "cuda/require_cuda.h"
 #include "model/parity_util.h"
+#include "moe/moe_test_util.h"
 
 namespace ts {
 namespace {
@@ -43,6 +45,33 @@ TEST_P(CudaParity, WithinThePassRuleOfTheReference) {
   // No atomics in any reduction whose order can vary: a second run gives the same bytes.
   EXPECT_TRUE(test::same_bytes(first, test::cli_logits(f, flags(path), dir))) << "two CUDA runs differ";
 }
+
+// Streamed: a cache of 1 slot per layer runs every layer in waves of one expert (with prefetch, a
+// predicted expert can take the slot first); 3 slots, a few waves; every expert, none. All must be
+// the resident bytes: the routing, products and rank-ordered sum do not depend on where the
+// weights are.
+class CudaStreamed : public testing::TestWithParam<std::tuple<Fixture, Path>> {};
+
+TEST_P(CudaStreamed, GivesTheResidentBytesForEveryCacheSize) {
+  TS_REQUIRE_CUDA();
+  const auto& [f, path] = GetParam();
+  test::ScratchDir dir;
+  const std::vector<float> resident = test::cli_logits(f, flags(path), dir);
+  for (const char* slots : {"1", "3", "1000"})
+    for (const char* prefetch : {"off", "on"}) {
+      std::vector<std::string> fl = flags(path);
+      for (const char* a : {"--expert-residency", "streamed", "--expert-cache-slots", slots, "--expert-prefetch", prefetch}) fl.push_back(a);
+      EXPECT_TRUE(test::same_bytes(resident, test::cli_logits(f, fl, dir)))
+          << f.name << ": streamed with " << slots << " slots per layer, prefetch " << prefetch << " differs from resident";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaStreamed,
+                         testing::Combine(testing::ValuesIn(test::moe_fixtures()), testing::Values(Path::Prefill, Path::Sequential)),
+                         [](const testing::TestParamInfo<CudaStreamed::ParamType>& p) {
+                           return test::test_name(std::get<0>(p.param).name) +
+                                  (std::get<1>(p.param) == Path::Prefill ? "_prefill" : "_sequential");
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaParity,
                          testing::Combine(testing::ValuesIn(test::model_fixtures()), testing::Values(Path::Prefill, Path::Sequential)),

@@ -87,26 +87,45 @@ TEST(ResidencyChoice, AutoPrefetchIsOnForCachesOfAtMostHalfTheExperts) {
   EXPECT_FALSE(choose_residency(o, source(), needs(150000 + kAll)).prefetch) << "resident";
 }
 
-// A device backend uploads every expert (its kernels cannot read mapped or host-slot memory); the
-// host budget does not apply, and the modes that would need host memory are refused, saying why.
-TEST(ResidencyChoice, ADeviceBackendHoldsEveryExpertAndRefusesMappedAndStreamed) {
+// A device backend uploads every expert by default (its kernels cannot read mapped or host-slot
+// memory); the host budget does not apply. Streamed sizes a cache of device slots from
+// --expert-cache-mb over the device slot bytes; mapped is refused, saying why.
+TEST(ResidencyChoice, ADeviceBackendHoldsEveryExpertOrStreamsThemIntoDeviceSlots) {
+  const uint64_t row = 3 * 4096 + 512;  // one device slot in each MoE layer (the backend's layout)
   ResidencyOptions o;
   for (ResidencyMode m : {ResidencyMode::Auto, ResidencyMode::Resident}) {
     o.mode = m;
-    const ResidencyChoice c = choose_device_residency(o, source());
+    const ResidencyChoice c = choose_device_residency(o, source(), row);
     EXPECT_EQ(c.mode, ResidencyMode::Resident);
     EXPECT_EQ(c.expert_memory, 8 * 4 * 3 * 4096u);
     EXPECT_THAT(c.summary, HasSubstr("device memory"));
   }
-  for (ResidencyMode m : {ResidencyMode::Mapped, ResidencyMode::Streamed}) {
-    o.mode = m;
-    try {
-      choose_device_residency(o, source());
-      ADD_FAILURE() << residency_mode_name(m) << " was accepted";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr(fmt::format("--expert-residency {} is not available on a device backend", residency_mode_name(m))));
-    }
+  o.mode = ResidencyMode::Mapped;
+  try {
+    choose_device_residency(o, source(), row);
+    ADD_FAILURE() << "mapped was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--expert-residency mapped is not available on a device backend"));
   }
+  o.mode = ResidencyMode::Streamed;
+  try {
+    choose_device_residency(o, source(), row);
+    ADD_FAILURE() << "streamed without a cache size was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("needs --expert-cache-mb"));
+  }
+  o.cache_bytes = 3 * row + row / 2;
+  ResidencyChoice c = choose_device_residency(o, source(), row);
+  EXPECT_EQ(c.mode, ResidencyMode::Streamed);
+  EXPECT_EQ(c.slots_per_layer, 3);
+  EXPECT_EQ(c.expert_memory, 3 * row);
+  EXPECT_THAT(c.summary, HasSubstr("3 of 8 slots per layer"));
+  o.cache_bytes = row - 1;
+  EXPECT_THROW(choose_device_residency(o, source(), row), Error) << "less than one slot per layer";
+  o.cache_bytes = 0;
+  o.cache_slots = 100;
+  c = choose_device_residency(o, source(), row);
+  EXPECT_EQ(c.slots_per_layer, 8) << "at most every expert";
 }
 
 TEST(ResidencyChoice, ExplicitModesAreKept) {

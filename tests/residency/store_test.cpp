@@ -14,6 +14,7 @@
 
 #include "model/model.h"
 #include "moe/moe_test_util.h"
+#include "residency/slot_filler.h"
 #include "residency/stores.h"
 #include "util/error.h"
 
@@ -113,6 +114,34 @@ TEST_P(Stores, DeviceExpertsHoldTheSameBytesAsTheirSource) {
   EXPECT_TRUE(device->resident());
   EXPECT_EQ(all_experts(*device), want);
   EXPECT_EQ(all_experts(*device), want) << "second pass";
+}
+
+// The device-slot store: every expert packed into pinned host memory in the backend's layout and
+// copied into slots on the transfer queue (on the CPU backend: the file's layout, host memory and
+// plain copies, so the bytes must be the source's). Small caches evict and refill, a lease of a
+// refilled slot sees its new expert, and the store says how many leases a layer may hold.
+TEST_P(Stores, DeviceSlotsHandOutTheSameBytesAsTheirSource) {
+  const auto want = all_experts(model_->experts());
+  for (int32_t slots : {1, 3, src_->n_expert()}) {
+    SCOPED_TRACE(fmt::format("{} slots", slots));
+    auto store = make_device_streamed_experts(model_->experts(), src_, *be_, streamed(slots, false));
+    EXPECT_FALSE(store->resident());
+    EXPECT_EQ(store->lease_limit(0), slots);
+    EXPECT_EQ(all_experts(*store), want);
+    EXPECT_EQ(all_experts(*store), want) << "warm";
+    const ExpertStats st = store->stats();
+    EXPECT_EQ(st.requests, 2 * src_->n_layer() * src_->n_expert());
+    EXPECT_EQ(st.hits + st.reads, st.requests);
+    if (slots == src_->n_expert()) {
+      EXPECT_EQ(st.hits, src_->n_layer() * src_->n_expert()) << "a cache holding every expert hits on the second pass";
+      uint64_t once = 0;  // every expert copied once: one packed expert per fill
+      for (int64_t l = 0; l < src_->n_layer(); ++l)
+        if (src_->is_moe(l)) once += device_slot_bytes(*src_, l, *be_) * static_cast<uint64_t>(src_->n_expert());
+      EXPECT_EQ(st.bytes_read, once);
+    } else {
+      EXPECT_GT(st.reads, src_->n_layer() * src_->n_expert()) << "a small cache refills slots";
+    }
+  }
 }
 
 // Fails reads that touch [bad_begin, bad_end) of the file while `armed`.

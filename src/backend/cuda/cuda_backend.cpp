@@ -85,6 +85,8 @@ class CudaBackend final : public Backend {
     for (auto& [h, kv] : kv_) cudaFree(kv.data);
     for (auto& [h, e] : events_) cudaEventDestroy(e);
     for (auto& [l, t] : tables_) cudaFree(t.dev);
+    for (Staged& st : staged_)
+      if (st.copied) cudaEventDestroy(st.copied);
     cudaFree(step_dev_buf_);
     gpu::blas().destroy(blas_);
     cudaEventDestroy(step_uploaded_);
@@ -173,11 +175,14 @@ class CudaBackend final : public Backend {
 
   // Weights arrive in the file's layout; they are copied in pieces through pinned memory and
   // repacked on the device (weight_layout.h).
-  Mat upload(const Mat& host) override {
+  static void check_weights(const Mat& host) {
     if (host.cols % 32 != 0)
       fail("the CUDA backend needs weight rows of a multiple of 32 values; a {} tensor has rows of {}", type_name(host.type),
            host.cols);
     if (!type_info(host.type).supported) fail("the CUDA backend cannot compute with {} weights", type_name(host.type));
+  }
+  Mat upload(const Mat& host) override {
+    check_weights(host);
     const gpu::RowLayout L = gpu::row_layout(host.type, host.cols);
     uint8_t* dst = nullptr;
     const size_t bytes = static_cast<size_t>(host.rows) * L.stride;
@@ -198,6 +203,17 @@ class CudaBackend final : public Backend {
     return Mat{host.type, dst, host.rows, host.cols, L.stride};
   }
   MemKind weight_memory() const override { return MemKind::Device; }
+  size_t packed_bytes(const Mat& host) const override {
+    return static_cast<size_t>(host.rows) * gpu::row_layout(host.type, host.cols).stride;
+  }
+  Mat pack(const Mat& host, void* dst) const override {
+    check_weights(host);
+    const gpu::RowLayout L = gpu::row_layout(host.type, host.cols);
+    for (int64_t r = 0; r < host.rows; ++r)
+      gpu::repack_row(host.type, static_cast<const uint8_t*>(host.data) + r * host.row_stride,
+                      static_cast<uint8_t*>(dst) + r * L.stride, host.cols);
+    return Mat{host.type, dst, host.rows, host.cols, L.stride};
+  }
   const float* upload_f32(const std::vector<float>& v) override {
     float* p = nullptr;
     TS_CUDA(cudaMalloc(&p, std::max<size_t>(v.size(), 1) * sizeof(float)));
@@ -365,6 +381,9 @@ class CudaBackend final : public Backend {
   }
   bool routed_experts(const RoutedExperts& op, Act x, Act out) override;
   bool offers_routed_experts() const override { return true; }
+  void route_experts(const RoutedExperts& op, Act x, int32_t* experts) override;
+  void run_experts(const RoutedExperts& op, Act x) override;
+  void combine_experts(const RoutedExperts& op, Act x, Act out) override;
   void steer(Act x, const SteerParams& p) override { gpu::steer(x.data, x.n, x.dim, p, stream_); }
   void select_output_rows(Act x, int64_t first, Act out) override {
     gpu::select_rows(x.data, x.dim, step_, first, out.data, out.n, stream_);
@@ -429,7 +448,26 @@ class CudaBackend final : public Backend {
     }
   }
 
+  // The routed-experts call in progress (route_experts .. combine_experts).
+  struct MoeCall {
+    int64_t n = 0, k = 0;
+    int32_t* experts = nullptr;  // [n*k] on the device, best rank first
+    float* weights = nullptr;
+    const int32_t* host_experts = nullptr;  // pinned copy, once read back
+    bool gemm = false;    // many tokens: expert GEMMs over the pairs sorted by expert
+    bool sorted = false;  // gemm: the sort below and the input halves are ready
+    std::vector<int64_t> count, first;  // per expert: its pairs, where they start in sorted order
+    std::vector<int32_t> used;          // experts with pairs, ascending
+    int32_t* sorted_dev = nullptr;      // tok, pair_expert, sorted_of_slot: [3][n*k]
+    __half* x_half = nullptr;           // [n*k][n_embd] the pairs' inputs in sorted order
+    float* out_rows = nullptr;          // matvec: slots [n*k][n_embd]; gemm: down [n*k][n_embd] sorted
+  };
   const gpu::ExpertDev* expert_table(const RoutedExperts& op);
+  gpu::MoeDev moe_dev(const RoutedExperts& op, Act x);
+  void sort_pairs(const gpu::MoeDev& m, Act x);
+  // Small host arrays uploaded on the compute queue through a ring of pinned buffers, each reused
+  // only after its copy completed (for tables and lists that change within one step).
+  void* upload_staged(const void* src, size_t bytes);
 
   cudaStream_t stream_ = nullptr, copy_stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
@@ -458,7 +496,27 @@ class CudaBackend final : public Backend {
   Scratch moe_sorted_, moe_ha_, moe_h_, moe_hact_, moe_down_, moe_gu_w_, moe_down_w_;
   PinnedScratch moe_host_experts_, moe_host_sorted_;
   std::map<int64_t, Table> tables_;
+  MoeCall call_;
+  struct Staged {
+    PinnedScratch host;
+    Scratch dev;
+    cudaEvent_t copied = nullptr;
+  };
+  std::vector<Staged> staged_ = std::vector<Staged>(32);
+  size_t staged_next_ = 0;
 };
+
+void* CudaBackend::upload_staged(const void* src, size_t bytes) {
+  Staged& st = staged_[staged_next_++ % staged_.size()];
+  if (!st.copied) TS_CUDA(cudaEventCreateWithFlags(&st.copied, cudaEventDisableTiming));
+  else TS_CUDA(cudaEventSynchronize(st.copied));  // its previous copy has read the pinned buffer
+  uint8_t* h = st.host.get<uint8_t>(static_cast<int64_t>(bytes));
+  uint8_t* d = st.dev.get<uint8_t>(static_cast<int64_t>(bytes));
+  std::memcpy(h, src, bytes);
+  TS_CUDA(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream_));
+  TS_CUDA(cudaEventRecord(st.copied, stream_));
+  return d;
+}
 
 const gpu::ExpertDev* CudaBackend::expert_table(const RoutedExperts& op) {
   Table& t = tables_[op.layer];
@@ -472,10 +530,37 @@ const gpu::ExpertDev* CudaBackend::expert_table(const RoutedExperts& op) {
   for (const ExpertWeights& e : op.experts)
     dev.push_back(gpu::ExpertDev{static_cast<const uint8_t*>(e.gate.data), static_cast<const uint8_t*>(e.up.data),
                                  static_cast<const uint8_t*>(e.down.data), e.gate_bias, e.up_bias, e.down_bias});
-  if (!t.dev) TS_CUDA(cudaMalloc(&t.dev, dev.size() * sizeof(gpu::ExpertDev)));
+  // A layer's first table stays on the device (resident experts hand the same one every call, so a
+  // recorded step can use it); tables of experts that move go through the staging ring.
+  if (t.dev) return static_cast<const gpu::ExpertDev*>(upload_staged(dev.data(), dev.size() * sizeof(gpu::ExpertDev)));
+  TS_CUDA(cudaMalloc(&t.dev, dev.size() * sizeof(gpu::ExpertDev)));
   TS_CUDA(cudaMemcpy(t.dev, dev.data(), dev.size() * sizeof(gpu::ExpertDev), cudaMemcpyHostToDevice));
   t.host.assign(op.experts.begin(), op.experts.end());
   return t.dev;
+}
+
+// The layer's experts as the kernels see them, from the first expert with weights in the table
+// (entries with no gate data are not part of this call's wave).
+gpu::MoeDev CudaBackend::moe_dev(const RoutedExperts& op, Act x) {
+  const ExpertWeights* e0 = nullptr;
+  for (const ExpertWeights& e : op.experts)
+    if (e.gate.data) {
+      e0 = &e;
+      break;
+    }
+  if (!e0) fail("internal error: layer {}: routed experts called with no expert weights", op.layer);
+  gpu::MoeDev m;
+  m.table = expert_table(op);
+  m.gate_type = e0->gate.type;
+  m.down_type = e0->down.type;
+  m.gate_stride = static_cast<int64_t>(e0->gate.row_stride);
+  m.down_stride = static_cast<int64_t>(e0->down.row_stride);
+  m.n_embd = x.dim;
+  m.n_ff = e0->gate.rows;
+  m.n_expert = static_cast<int64_t>(op.experts.size());
+  m.k = op.k;
+  m.act = op.activation;
+  return m;
 }
 
 bool CudaBackend::routed_experts(const RoutedExperts& op, Act x, Act out) {
@@ -484,54 +569,53 @@ bool CudaBackend::routed_experts(const RoutedExperts& op, Act x, Act out) {
     if (e.gate.type != e0.gate.type || e.up.type != e0.gate.type || e.down.type != e0.down.type ||
         e.gate.row_stride != e0.gate.row_stride || e.up.row_stride != e0.gate.row_stride || e.down.row_stride != e0.down.row_stride)
       return false;  // mixed expert formats: the layer loop handles them
-  gpu::MoeDev m;
-  m.table = expert_table(op);
-  m.gate_type = e0.gate.type;
-  m.down_type = e0.down.type;
-  m.gate_stride = static_cast<int64_t>(e0.gate.row_stride);
-  m.down_stride = static_cast<int64_t>(e0.down.row_stride);
-  m.n_embd = x.dim;
-  m.n_ff = e0.gate.rows;
-  m.n_expert = static_cast<int64_t>(op.experts.size());
-  m.k = op.k;
-  m.act = op.activation;
-  const int64_t n = x.n, k = op.k, P = n * k;
+  route_experts(op, x, nullptr);
+  run_experts(op, x);
+  combine_experts(op, x, out);
+  return true;
+}
 
-  // Route on the device.
-  float* logits = moe_logits_.get<float>(n * m.n_expert);
-  int32_t* experts = moe_experts_.get<int32_t>(P);
-  float* weights = moe_weights_.get<float>(P);
-  const MatmulOut r{op.router, Act{logits, n, m.n_expert}};
+void CudaBackend::route_experts(const RoutedExperts& op, Act x, int32_t* experts) {
+  const int64_t n = x.n, k = op.k, P = n * k, n_expert = op.router->rows;
+  call_ = MoeCall{};
+  call_.n = n;
+  call_.k = k;
+  call_.experts = moe_experts_.get<int32_t>(P);
+  call_.weights = moe_weights_.get<float>(P);
+  float* logits = moe_logits_.get<float>(n * n_expert);
+  const MatmulOut r{op.router, Act{logits, n, n_expert}};
   matmul_shared(x, std::span(&r, 1));
-  gpu::route(logits, op.router_bias, n, m.n_expert, k, op.contract, experts, weights, stream_);
-
-  if (n <= gpu::kMatvecMaxRows || !gpu::gemm_in_halves(m.gate_type) || !gpu::gemm_in_halves(m.down_type)) {
-    float* act = moe_act_.get<float>(P * m.n_ff);
-    float* slots = moe_slots_.get<float>(P * m.n_embd);
-    gpu::moe_gate_up_mv(x.data, n, experts, m, act, stream_);
-    gpu::moe_down_mv(act, n, experts, m, slots, stream_);
-    gpu::combine_ranked(slots, weights, n, k, m.n_embd, out.data, stream_);
-    return true;
-  }
-
-  // Many tokens: sort the (token, rank) pairs by expert on the host (one round trip per layer, a
-  // prefill-only cost) so each used expert is one GEMM over its rows.
+  gpu::route(logits, op.router_bias, n, n_expert, k, op.contract, call_.experts, call_.weights, stream_);
+  if (!experts) return;
   int32_t* hx = moe_host_experts_.get<int32_t>(P);
-  TS_CUDA(cudaMemcpyAsync(hx, experts, P * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  TS_CUDA(cudaMemcpyAsync(hx, call_.experts, P * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   TS_CUDA(cudaStreamSynchronize(stream_));
-  std::vector<int64_t> count(m.n_expert, 0), first(m.n_expert, 0);
-  for (int64_t i = 0; i < P; ++i) ++count[hx[i]];
-  // Staged arrays: token of each sorted pair, expert of each sorted pair, sorted index of each
-  // slot, used experts.
-  int32_t* hs = moe_host_sorted_.get<int32_t>(3 * P + m.n_expert);
-  int32_t *tok = hs, *pair_expert = hs + P, *sorted_of_slot = hs + 2 * P, *used = hs + 3 * P;
+  std::memcpy(experts, hx, P * sizeof(int32_t));
+  call_.host_experts = hx;
+}
+
+// Many tokens: the (token, rank) pairs sorted by expert on the host (one round trip per layer, a
+// prefill-only cost), so each used expert is one GEMM over its rows; the pairs' inputs as halves.
+void CudaBackend::sort_pairs(const gpu::MoeDev& m, Act x) {
+  const int64_t k = call_.k, P = call_.n * k;
+  if (!call_.host_experts) {
+    int32_t* hx = moe_host_experts_.get<int32_t>(P);
+    TS_CUDA(cudaMemcpyAsync(hx, call_.experts, P * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    TS_CUDA(cudaStreamSynchronize(stream_));
+    call_.host_experts = hx;
+  }
+  const int32_t* hx = call_.host_experts;
+  call_.count.assign(m.n_expert, 0);
+  call_.first.assign(m.n_expert, 0);
+  for (int64_t i = 0; i < P; ++i) ++call_.count[hx[i]];
+  // Staged arrays: token of each sorted pair, expert of each sorted pair, sorted index of each slot.
+  int32_t* hs = moe_host_sorted_.get<int32_t>(3 * P);
+  int32_t *tok = hs, *pair_expert = hs + P, *sorted_of_slot = hs + 2 * P;
   std::vector<int64_t> offset(m.n_expert, 0);
-  int64_t n_used = 0;
   for (int64_t e = 0, o = 0; e < m.n_expert; ++e) {
-    first[e] = o;
-    offset[e] = o;
-    o += count[e];
-    if (count[e] > 0) used[n_used++] = static_cast<int32_t>(e);
+    call_.first[e] = offset[e] = o;
+    o += call_.count[e];
+    if (call_.count[e] > 0) call_.used.push_back(static_cast<int32_t>(e));
   }
   for (int64_t i = 0; i < P; ++i) {  // (token, rank) order: each expert's rows ascend by token
     const int64_t pos = offset[hx[i]]++;
@@ -539,30 +623,67 @@ bool CudaBackend::routed_experts(const RoutedExperts& op, Act x, Act out) {
     pair_expert[pos] = hx[i];
     sorted_of_slot[i] = static_cast<int32_t>(pos);
   }
-  int32_t* ds = moe_sorted_.get<int32_t>(3 * P + m.n_expert);
-  TS_CUDA(cudaMemcpyAsync(ds, hs, (3 * P + n_used) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  call_.sorted_dev = moe_sorted_.get<int32_t>(3 * P);
+  TS_CUDA(cudaMemcpyAsync(call_.sorted_dev, hs, 3 * P * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  call_.x_half = moe_ha_.get<__half>(P * m.n_embd);
+  gpu::to_half(x.data, x.dim, call_.sorted_dev, P, m.n_embd, call_.x_half, nullptr, stream_);
+  call_.out_rows = moe_down_.get<float>(P * m.n_embd);
+  call_.sorted = true;
+}
 
-  __half* ha = moe_ha_.get<__half>(P * m.n_embd);
-  gpu::to_half(x.data, x.dim, ds, P, m.n_embd, ha, nullptr, stream_);
-  __half* gu_w = moe_gu_w_.get<__half>(n_used * 2 * m.n_ff * m.n_embd);
-  __half* down_w = moe_down_w_.get<__half>(n_used * m.n_embd * m.n_ff);
-  gpu::dequant_experts(m, ds + 3 * P, n_used, gu_w, down_w, stream_);
+void CudaBackend::run_experts(const RoutedExperts& op, Act x) {
+  const gpu::MoeDev m = moe_dev(op, x);
+  const int64_t n = call_.n, P = n * call_.k;
+  for (const ExpertWeights& e : op.experts)
+    if (e.gate.data && (e.gate.type != m.gate_type || e.up.type != m.gate_type || e.down.type != m.down_type ||
+                        static_cast<int64_t>(e.gate.row_stride) != m.gate_stride ||
+                        static_cast<int64_t>(e.up.row_stride) != m.gate_stride ||
+                        static_cast<int64_t>(e.down.row_stride) != m.down_stride))
+      fail("internal error: layer {}: routed experts of mixed formats", op.layer);
+  call_.gemm = n > gpu::kMatvecMaxRows && gpu::gemm_in_halves(m.gate_type) && gpu::gemm_in_halves(m.down_type);
+  if (!call_.gemm) {
+    // Few tokens: every (token, rank) pair reads its expert's rows (pairs of other waves skip).
+    float* act = moe_act_.get<float>(P * m.n_ff);
+    call_.out_rows = moe_slots_.get<float>(P * m.n_embd);
+    gpu::moe_gate_up_mv(x.data, n, call_.experts, m, act, stream_);
+    gpu::moe_down_mv(act, n, call_.experts, m, call_.out_rows, stream_);
+    return;
+  }
+  if (!call_.sorted) sort_pairs(m, x);
+  // This wave's experts: the used ones whose weights are in the table.
+  std::vector<int32_t> wave;
+  for (int32_t e : call_.used)
+    if (op.experts[e].gate.data) wave.push_back(e);
+  if (wave.empty()) return;
+  const int64_t n_wave = static_cast<int64_t>(wave.size());
+  const auto* wave_dev = static_cast<const int32_t*>(upload_staged(wave.data(), wave.size() * sizeof(int32_t)));
+  __half* gu_w = moe_gu_w_.get<__half>(n_wave * 2 * m.n_ff * m.n_embd);
+  __half* down_w = moe_down_w_.get<__half>(n_wave * m.n_embd * m.n_ff);
+  gpu::dequant_experts(m, wave_dev, n_wave, gu_w, down_w, stream_);
   float* h = moe_h_.get<float>(P * 2 * m.n_ff);
-  for (int64_t u = 0; u < n_used; ++u) {
-    const int64_t e = used[u];
-    gpu::gemm_half(blas_, gu_w + u * 2 * m.n_ff * m.n_embd, 2 * m.n_ff, ha + first[e] * m.n_embd, m.n_embd, count[e], m.n_embd,
-                   h + first[e] * 2 * m.n_ff, 2 * m.n_ff, 0.0f);
+  for (int64_t u = 0; u < n_wave; ++u) {
+    const int64_t e = wave[u], first = call_.first[e], count = call_.count[e];
+    gpu::gemm_half(blas_, gu_w + u * 2 * m.n_ff * m.n_embd, 2 * m.n_ff, call_.x_half + first * m.n_embd, m.n_embd, count,
+                   m.n_embd, h + first * 2 * m.n_ff, 2 * m.n_ff, 0.0f);
   }
+  const int32_t* pair_expert = call_.sorted_dev + P;
   __half* act = moe_hact_.get<__half>(P * m.n_ff);
-  gpu::sorted_glu(h, ds + P, P, m, act, stream_);
-  float* down = moe_down_.get<float>(P * m.n_embd);
-  for (int64_t u = 0; u < n_used; ++u) {
-    const int64_t e = used[u];
-    gpu::gemm_half(blas_, down_w + u * m.n_embd * m.n_ff, m.n_embd, act + first[e] * m.n_ff, m.n_ff, count[e], m.n_ff,
-                   down + first[e] * m.n_embd, m.n_embd, 0.0f);
+  gpu::sorted_glu(h, pair_expert, P, m, act, stream_);
+  for (int64_t u = 0; u < n_wave; ++u) {
+    const int64_t e = wave[u], first = call_.first[e], count = call_.count[e];
+    gpu::gemm_half(blas_, down_w + u * m.n_embd * m.n_ff, m.n_embd, act + first * m.n_ff, m.n_ff, count, m.n_ff,
+                   call_.out_rows + first * m.n_embd, m.n_embd, 0.0f);
   }
-  gpu::sorted_combine(down, ds + 2 * P, experts, weights, n, m, out.data, stream_);
-  return true;
+  gpu::sorted_down_bias(call_.out_rows, pair_expert, P, m, stream_);
+}
+
+void CudaBackend::combine_experts(const RoutedExperts& op, Act x, Act out) {
+  if (!call_.out_rows) fail("internal error: layer {}: routed experts combined before they ran", op.layer);
+  if (call_.gemm)
+    gpu::sorted_combine(call_.out_rows, call_.sorted_dev + 2 * call_.n * call_.k, call_.weights, call_.n, call_.k, x.dim,
+                        out.data, stream_);
+  else
+    gpu::combine_ranked(call_.out_rows, call_.weights, call_.n, call_.k, x.dim, out.data, stream_);
 }
 
 }  // namespace

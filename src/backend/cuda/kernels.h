@@ -105,17 +105,20 @@ struct MoeDev {
 void route(const float* logits, const float* bias, int64_t n, int64_t n_expert, int64_t k, RouterContract c,
            int32_t* experts, float* weights, cudaStream_t s);
 // Few tokens: each (token, rank) pair reads its expert's rows (matvec.cu): act [n*k][n_ff] f32,
-// then slots [n*k][n_embd] (with the down bias), which combine_ranked sums.
+// then slots [n*k][n_embd] (with the down bias), which combine_ranked sums. Pairs whose expert has
+// no weights in m.table are skipped (another wave's).
 void moe_gate_up_mv(const float* x, int64_t n, const int32_t* experts, const MoeDev& m, float* act, cudaStream_t s);
 void moe_down_mv(const float* act, int64_t n, const int32_t* experts, const MoeDev& m, float* slots, cudaStream_t s);
 // Many tokens: the (token, rank) pairs sorted by expert (on the host). The used experts' weights as
 // halves (gate_up: [n_used][2 n_ff][n_embd], down: [n_used][n_embd][n_ff]); after the gate/up GEMM
 // (h: [pairs][2 n_ff] f32), sorted_glu gives act [pairs][n_ff] halves; after the down GEMM (down:
-// [pairs][n_embd]), sorted_combine sums each token's ranks in order, with the down biases.
+// [pairs][n_embd]), sorted_down_bias adds the down biases and sorted_combine sums each token's
+// ranks in order. Pairs whose expert has no weights in m.table are left alone (another wave's).
 void dequant_experts(const MoeDev& m, const int32_t* used, int64_t n_used, __half* gate_up, __half* down, cudaStream_t s);
 void sorted_glu(const float* h, const int32_t* pair_expert, int64_t pairs, const MoeDev& m, __half* act, cudaStream_t s);
-void sorted_combine(const float* down, const int32_t* sorted_of_slot, const int32_t* experts, const float* weights,
-                    int64_t n, const MoeDev& m, float* out, cudaStream_t s);
+void sorted_down_bias(float* down, const int32_t* pair_expert, int64_t pairs, const MoeDev& m, cudaStream_t s);
+void sorted_combine(const float* down, const int32_t* sorted_of_slot, const float* weights, int64_t n, int64_t k,
+                    int64_t n_embd, float* out, cudaStream_t s);
 
 // Weights: a matrix from the file's layout into the backend's (weight_layout.h), on the device.
 void repack(GgmlType t, const uint8_t* src, int64_t src_stride, uint8_t* dst, int64_t dst_stride, int64_t rows,

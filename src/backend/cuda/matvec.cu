@@ -34,6 +34,7 @@ struct DenseJob {  // matvec: rows of up to kMaxOuts matrices, each output row y
   int n_outs;
   int64_t pair_begin[kMaxOuts + 1];
   int n;  // tokens
+  __device__ bool skip() const { return false; }
   __device__ const float* x_rows(const float* x, int64_t) const { return x; }
   __device__ int find(int64_t p) const {
     int j = 0;
@@ -65,6 +66,7 @@ struct GateUpJob {  // routed experts: pair j = (gate row j, up row j) of the pa
   MoeDev m;
   const int32_t* experts;
   float* act;  // [n*k][n_ff]
+  __device__ bool skip() const { return !m.table[experts[blockIdx.y]].gate; }  // another wave's expert
   __device__ const float* x_rows(const float* x, int64_t ldx) const { return x + blockIdx.y / m.k * ldx; }
   __device__ void rows(int64_t j, const uint8_t* (&r)[2]) const {
     const ExpertDev& e = m.table[experts[blockIdx.y]];
@@ -84,6 +86,7 @@ struct DownJob {  // routed experts: rows 2p, 2p+1 of the pair's expert's down m
   MoeDev m;
   const int32_t* experts;
   float* slots;  // [n*k][n_embd]
+  __device__ bool skip() const { return !m.table[experts[blockIdx.y]].gate; }
   __device__ const float* x_rows(const float* x, int64_t ldx) const { return x + blockIdx.y * ldx; }
   __device__ void rows(int64_t p, const uint8_t* (&r)[2]) const {
     const ExpertDev& e = m.table[experts[blockIdx.y]];
@@ -137,6 +140,7 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job job, const float* x
   constexpr int CH = chunk_cols<NT>(), V = F::kValues;
   __shared__ float4 xs[NT * CH / 4];
   __shared__ float x16[NT * CH / 16];
+  if (job.skip()) return;  // the whole block: its pair's expert is not in this call's table
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const RowLayout L = row_layout(T, cols);
   x = job.x_rows(x, ldx);  // the routed-expert jobs: the row of the block's (token, rank) pair

@@ -99,10 +99,12 @@ __global__ void route_kernel(const float* logits, const float* bias, int n, int 
     if (r < k) w[r] = static_cast<float>(chosen[r] / sum);
 }
 
-// act[i] = glu(gate + bias, up + bias) of sorted pair i, from the expert GEMM's [gate | up] rows.
+// act[i] = glu(gate + bias, up + bias) of sorted pair i, from the expert GEMM's [gate | up] rows
+// (pairs of experts not in the table belong to another wave).
 __global__ void sorted_glu_kernel(const float* h, const int32_t* pair_expert, MoeDev m, __half* act) {
   const int64_t i = blockIdx.x;
   const ExpertDev& e = m.table[pair_expert[i]];
+  if (!e.gate) return;
   const float* hr = h + i * 2 * m.n_ff;
   for (int64_t j = threadIdx.x; j < m.n_ff; j += blockDim.x) {
     const float g = hr[j] + (e.gate_bias ? e.gate_bias[j] : 0.0f);
@@ -111,18 +113,22 @@ __global__ void sorted_glu_kernel(const float* h, const int32_t* pair_expert, Mo
   }
 }
 
-// out.row(t) = sum over ranks, in order, of weight * (down output of the pair + its down bias).
-__global__ void sorted_combine_kernel(const float* down, const int32_t* sorted_of_slot, const int32_t* experts,
-                                      const float* weights, MoeDev m, float* out) {
+// down[i] += the down bias of sorted pair i's expert (pairs of experts not in the table: another wave).
+__global__ void sorted_down_bias_kernel(float* down, const int32_t* pair_expert, MoeDev m) {
+  const int64_t i = blockIdx.x;
+  const ExpertDev& e = m.table[pair_expert[i]];
+  if (!e.gate || !e.down_bias) return;
+  for (int64_t j = threadIdx.x; j < m.n_embd; j += blockDim.x) down[i * m.n_embd + j] += e.down_bias[j];
+}
+
+// out.row(t) = sum over ranks, in order, of weight * (down output of the pair, with its bias).
+__global__ void sorted_combine_kernel(const float* down, const int32_t* sorted_of_slot, const float* weights, int64_t k,
+                                      int64_t n_embd, float* out) {
   const int64_t t = blockIdx.x;
-  for (int64_t j = threadIdx.x; j < m.n_embd; j += blockDim.x) {
+  for (int64_t j = threadIdx.x; j < n_embd; j += blockDim.x) {
     float o = 0.0f;
-    for (int64_t r = 0; r < m.k; ++r) {
-      const ExpertDev& e = m.table[experts[t * m.k + r]];
-      const float v = down[static_cast<int64_t>(sorted_of_slot[t * m.k + r]) * m.n_embd + j] + (e.down_bias ? e.down_bias[j] : 0.0f);
-      o += weights[t * m.k + r] * v;
-    }
-    out[t * m.n_embd + j] = o;
+    for (int64_t r = 0; r < k; ++r) o += weights[t * k + r] * down[static_cast<int64_t>(sorted_of_slot[t * k + r]) * n_embd + j];
+    out[t * n_embd + j] = o;
   }
 }
 
@@ -143,9 +149,14 @@ void sorted_glu(const float* h, const int32_t* pair_expert, int64_t pairs, const
   check_launch("sorted_glu");
 }
 
-void sorted_combine(const float* down, const int32_t* sorted_of_slot, const int32_t* experts, const float* weights,
-                    int64_t n, const MoeDev& m, float* out, cudaStream_t s) {
-  sorted_combine_kernel<<<n, 256, 0, s>>>(down, sorted_of_slot, experts, weights, m, out);
+void sorted_down_bias(float* down, const int32_t* pair_expert, int64_t pairs, const MoeDev& m, cudaStream_t s) {
+  sorted_down_bias_kernel<<<pairs, 256, 0, s>>>(down, pair_expert, m);
+  check_launch("sorted_down_bias");
+}
+
+void sorted_combine(const float* down, const int32_t* sorted_of_slot, const float* weights, int64_t n, int64_t k,
+                    int64_t n_embd, float* out, cudaStream_t s) {
+  sorted_combine_kernel<<<n, 256, 0, s>>>(down, sorted_of_slot, weights, k, n_embd, out);
   check_launch("sorted_combine");
 }
 

@@ -1,0 +1,50 @@
+// How a streamed store's slots get their experts: where the slot memory lives, how an expert is
+// brought into a slot, and how it reads there. The store (streamed_experts.cpp) plans hits, misses
+// and evictions the same way for both fillers:
+//  - files: the reader pool preads the expert files into host slots (a backend that computes from
+//    host memory, the CPU);
+//  - device: a pinned host copy of every expert, already in the backend's weight layout, copied
+//    into slots in device memory on the transfer queue (a GPU backend). Events order each copy
+//    after the last compute that read the slot's previous expert, and each compute after its copy,
+//    so no host thread waits for a copy.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "residency/expert_source.h"
+#include "residency/reader_pool.h"
+
+namespace ts {
+
+class SlotFiller {
+ public:
+  using Done = std::function<void(const std::string& error)>;
+  virtual ~SlotFiller() = default;
+
+  virtual MemKind memory() const = 0;                     // where the slots are allocated
+  virtual uint64_t slot_bytes(int64_t layer) const = 0;   // a slot able to take any expert of the layer
+  // Starts filling slot `slot` (memory `at`) of `layer` with expert e and adds the bytes it moves to
+  // `bytes`. Returns true when the slot is ready for any work issued after this call (a queued copy);
+  // false when `done` will be called later, from another thread, with "" or the error.
+  virtual bool fill(int64_t layer, int32_t e, int32_t slot, uint8_t* at, ReaderPool::Priority priority, Done done,
+                    uint64_t& bytes) = 0;
+  // The expert as it lies in a filled slot.
+  virtual ExpertView view(int64_t layer, int32_t e, const uint8_t* at) const = 0;
+  // Ordering: before a lease on the slot is handed out, and whenever a lease on it is released.
+  virtual void before_use(int64_t layer, int32_t slot) {}
+  virtual void after_use(int64_t layer, int32_t slot) {}
+};
+
+struct ReadOptions;
+// Reads from the source's files (buffered pread, or O_DIRECT) on a pool of reader threads.
+std::unique_ptr<SlotFiller> make_file_filler(std::shared_ptr<const ExpertSource> src, const ReadOptions& o);
+// Copies from pinned host memory into device slots. Every expert of `from` (taken through its
+// leases, layer by layer) is packed into the backend's layout in pinned host memory up front;
+// `from` may be dropped afterwards.
+std::unique_ptr<SlotFiller> make_device_filler(ExpertStore& from, const ExpertSource& src, Backend& be);
+// The bytes of one device slot of `layer`: its experts' parts in the backend's layout, aligned.
+uint64_t device_slot_bytes(const ExpertSource& src, int64_t layer, const Backend& be);
+
+}  // namespace ts

@@ -33,7 +33,10 @@ void MoeLayer::distinct_experts(const Routing& r, ExpertOrder order, std::vector
   out.clear();
   seen_.assign(s_.n_expert, 0);
   for (int32_t e : r.experts)
-    if (!seen_[e]++) out.push_back(e);
+    if (!seen_[e]) {  // a flag, not a count: an expert may be chosen by more pairs than a byte counts
+      seen_[e] = 1;
+      out.push_back(e);
+    }
   if (order == ExpertOrder::Ascending) std::sort(out.begin(), out.end());
   if (order == ExpertOrder::Descending) std::sort(out.begin(), out.end(), std::greater<>());
 }
@@ -80,13 +83,12 @@ void MoeLayer::request_experts(ExpertStore& store, int64_t layer, ExpertOrder or
   // Predict the next layer's experts from this layer's input and let the store read them while
   // this layer computes. A wrong guess costs a read, never a wrong result: the next layer routes
   // for real and asks for what it needs.
-  if (next.router && residual.data && store.wants_prefetch()) {
-    Act px = predict_x_.first(residual.n);
-    be_.rms_norm(residual, next.norm, next.norm_eps, s_.n_embd, px);
-    route_tokens(*next.router, next.bias, px, layer + 1, predicted_);
-    distinct_experts(predicted_, ExpertOrder::Router, predicted_experts_);
-    store.prefetch(layer + 1, predicted_experts_);
-  }
+  if (!next.router || !residual.data || !store.wants_prefetch()) return;
+  Act px = predict_x_.first(residual.n);
+  be_.rms_norm(residual, next.norm, next.norm_eps, s_.n_embd, px);
+  route_tokens(*next.router, next.bias, px, layer + 1, predicted_);
+  distinct_experts(predicted_, ExpertOrder::Router, predicted_experts_);
+  store.prefetch(layer + 1, predicted_experts_);
 }
 
 // Experts that move (a slot cache) on a backend that runs routed experts as one operation: the
@@ -100,9 +102,21 @@ void MoeLayer::forward_in_waves(ExpertStore& store, int64_t layer, const Mat& ro
   RoutedExperts op{layer, s_.contract, s_.activation, s_.k, &router, router_bias, {}};
   {
     PhaseScope phase(Phase::Router);
+    // The prediction of the next layer's experts (see request_experts) routes on the device too, its
+    // router weights being there; it goes first, as the backend keeps one routing call's state.
+    predicted_experts_.clear();
+    if (next.router && residual.data && store.wants_prefetch()) {
+      Act px = predict_x_.first(x.n);
+      be_.rms_norm(residual, next.norm, next.norm_eps, s_.n_embd, px);
+      const RoutedExperts predict{layer + 1, s_.contract, s_.activation, s_.k, next.router, next.bias, {}};
+      predicted_ = Routing{x.n, s_.k, std::vector<int32_t>(x.n * s_.k), {}};
+      be_.route_experts(predict, px, predicted_.experts.data());
+      distinct_experts(predicted_, ExpertOrder::Router, predicted_experts_);
+    }
     routing_ = Routing{x.n, s_.k, std::vector<int32_t>(x.n * s_.k), {}};  // the weights stay on the device
     be_.route_experts(op, x, routing_.experts.data());
-    request_experts(store, layer, order, residual, next);
+    request_experts(store, layer, order, {}, {});
+    if (!predicted_experts_.empty()) store.prefetch(layer + 1, predicted_experts_);  // after this layer's own
   }
   PhaseScope phase(Phase::ExpertCompute);
   wave_.assign(s_.n_expert, ExpertView{});

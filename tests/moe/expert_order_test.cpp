@@ -172,6 +172,23 @@ TEST_P(ExpertOrderStore, ReductionFollowsRouterRankNotComputationOrder) {
   }
 }
 
+// One token repeated 300 times: each of its k experts is chosen by 300 (token, rank) pairs, more than
+// a byte counts, and is still asked for exactly once (a store's planner refuses a repeated expert).
+TEST_P(ExpertOrderStore, AnExpertChosenByHundredsOfTokensIsAskedForOnce) {
+  const int64_t n = 300;
+  Act x = be_->alloc(n, shape_.n_embd), out = be_->alloc(n, shape_.n_embd);
+  for (int64_t t = 0; t < n; ++t) std::copy(x_.row(0), x_.row(0) + x_.dim, x.row(t));
+  MoeLayer moe(*be_, shape_, n);
+  RecordingStore store(model_->experts());
+  const LayerWeights& lw = model_->layer(0);
+  moe.forward(store, 0, lw.router, lw.router_bias, x, out, ExpertOrder::Router);
+  const Routing& r = moe.last_routing();
+  const std::vector<int32_t> first(r.experts.begin(), r.experts.begin() + shape_.k);
+  EXPECT_EQ(store.requested, first) << "the token's k experts, once each, in rank order";
+  be_->release(x);
+  be_->release(out);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, ExpertOrderStore, testing::ValuesIn(test::moe_fixtures()), fixture_name);
 
 }  // namespace

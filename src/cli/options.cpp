@@ -30,8 +30,8 @@ void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
   sub->add_option("--expert-policy", o.policy, "streamed: eviction policy")->check(CLI::IsMember({"lfu", "lru"}))->group(g)->capture_default_str();
   sub->add_flag("--direct-io", o.direct_io, "read experts with O_DIRECT (bypassing the page cache)")->group(g);
   sub->add_option("--expert-prefetch", o.prefetch,
-                  "streamed: read the next layer's predicted experts ahead (auto: when the cache holds at most half "
-                  "of each layer's experts)")
+                  "streamed: read the next layer's predicted experts ahead (auto: on the CPU when the cache holds at "
+                  "most half of each layer's experts; off with --device cuda)")
       ->check(CLI::IsMember({"auto", "on", "off"}))->group(g)->capture_default_str();
   sub->add_option("--expert-readers", o.reader_threads, "expert reader threads (default 4)")->check(CLI::Range(1, 64))->group(g);
   sub->add_option("--expert-read-chunk-kb", o.read_chunk_kb, "bytes per expert read, in KiB (a multiple of 4; default 1024)")

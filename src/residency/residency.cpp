@@ -109,7 +109,9 @@ ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertS
   c.mode = ResidencyMode::Streamed;
   c.slots_per_layer = static_cast<int32_t>(std::min<int64_t>(slots, src.n_expert()));
   c.expert_memory = device_slot_row * static_cast<uint64_t>(c.slots_per_layer);
-  c.prefetch = o.prefetch == PrefetchMode::On || (o.prefetch == PrefetchMode::Auto && 2 * c.slots_per_layer <= src.n_expert());
+  // Prefetch only when asked: the copies are the bottleneck on a device, and wrong guesses cost more
+  // than the hits they add (docs/CUDA.md, "Streamed experts").
+  c.prefetch = o.prefetch == PrefetchMode::On;
   c.summary = fmt::format("experts streamed into device memory: {} of {} slots per layer ({} of cache, {}{}), fed from "
                           "{} of pinned host memory", c.slots_per_layer, src.n_expert(), format_bytes(c.expert_memory),
                           o.policy == EvictionPolicy::LFU ? "LFU" : "LRU", c.prefetch ? ", prefetch" : "",

@@ -120,6 +120,10 @@ TEST(ResidencyChoice, ADeviceBackendHoldsEveryExpertOrStreamsThemIntoDeviceSlots
   EXPECT_EQ(c.slots_per_layer, 3);
   EXPECT_EQ(c.expert_memory, 3 * row);
   EXPECT_THAT(c.summary, HasSubstr("3 of 8 slots per layer"));
+  EXPECT_FALSE(c.prefetch) << "auto: off on a device, where wrong guesses cost the link's time";
+  o.prefetch = PrefetchMode::On;
+  EXPECT_TRUE(choose_device_residency(o, source(), row).prefetch);
+  o.prefetch = PrefetchMode::Auto;
   o.cache_bytes = row - 1;
   EXPECT_THROW(choose_device_residency(o, source(), row), Error) << "less than one slot per layer";
   o.cache_bytes = 0;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "quant/half.h"
+#include "quant/scales.h"
 
 namespace ts::quant {
 
@@ -50,27 +51,13 @@ inline void store_f16(uint8_t* p, float f) {
   std::memcpy(p, &h, 2);
 }
 
-// MXFP4 stores E2M1 values doubled so they are integers; the scale is then halved to compensate:
-// 2^(e-128) rather than the E8M0 value 2^(e-127). e = 0 and 1 give subnormal floats.
+// MXFP4's E2M1 values, doubled (quant/scales.h, e8m0_half_bits, halves the scale to compensate).
 inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 inline float e8m0_half(uint8_t e) {
-  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  const uint32_t bits = e8m0_half_bits(e);
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
-}
-
-// 6-bit scale and min j (0..7) of a Q4_K/Q5_K super-block from its 12 packed bytes: the first four
-// pairs sit in the low 6 bits of bytes 0..7; the last four are split into nibbles of bytes 8..11
-// with their top two bits in the spare bits of bytes 0..7.
-inline void k_scale_min(const uint8_t* s, int j, uint8_t& sc, uint8_t& mn) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    mn = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
 }
 
 // --- scalar unpackers: value i of a block = d * q[i] + m -----------------------------------------

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "quant/scales.h"
 #include "quant/types.h"
 
 #if defined(__CUDACC__)
@@ -114,19 +115,9 @@ TS_HD float bits_to_float(uint32_t b) {
   memcpy(&f, &b, 4);
   return f;
 }
-// E8M0 exponent -> 2^(e-128): MXFP4 values are stored doubled (see quant/blocks.h).
-TS_HD float e8m0_half(uint8_t e) { return bits_to_float(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23); }
-
-// Q4_K/Q5_K: 6-bit scale and min of sub-block j from the 12 packed bytes (quant/blocks.h).
-TS_HD void k_scale_min(const uint8_t* s, int j, int& sc, int& mn) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    mn = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
+// E8M0 exponent -> 2^(e-128): MXFP4 values are stored doubled (quant/scales.h).
+TS_HD float e8m0_half(uint8_t e) { return bits_to_float(quant::e8m0_half_bits(e)); }
+using quant::k_scale_min;  // Q4_K/Q5_K: 6-bit scale and min of sub-block j from the 12 packed bytes
 
 // --- repacking: one row from the file's layout -------------------------------------------------
 

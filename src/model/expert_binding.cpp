@@ -101,7 +101,8 @@ BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFil
   if (device)
     for (int64_t l = 0; l < src->n_layer(); ++l)
       if (src->is_moe(l)) device_slot_row += device_slot_bytes(*src, l, be);
-  b.choice = device ? choose_device_residency(o, *src, device_slot_row) : choose_residency(o, *src, needs);
+  const uint64_t host_room = needs.budget > needs.runtime ? needs.budget - needs.runtime : 0;
+  b.choice = device ? choose_device_residency(o, *src, device_slot_row, host_room) : choose_residency(o, *src, needs);
   // Explicit modes and cache sizes are not fitted to the budget: refuse them here, before the store
   // reads or allocates anything, if the system cannot hold them.
   if (!device && b.choice.mode != ResidencyMode::Mapped) e.experts = b.choice.expert_memory;
@@ -126,7 +127,8 @@ BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFil
       so.slots_per_layer = b.choice.slots_per_layer;
       so.policy = o.policy;
       so.prefetch = b.choice.prefetch;
-      b.store = make_device_streamed_experts(*mapped, src, be, so);
+      so.read = o.read;
+      b.store = make_device_streamed_experts(b.choice.device_from_files ? nullptr : mapped.get(), src, be, so);
     } else {
       b.store = make_device_experts(*mapped, *src, be);
     }

@@ -1,12 +1,18 @@
-// The device filler: every expert is packed once, at load, into pinned host memory in the backend's
-// weight layout (Backend::pack), so filling a device slot is one copy on the transfer queue at the
-// link's full rate, with no conversion on the way. Two events per slot keep the queues in order
-// without a host wait: `filled` (recorded after the copy; the compute queue waits for it before
-// the first lease on the slot) and `freed` (recorded on the compute queue when a lease is released,
-// after the work that read the slot was issued; the next copy into the slot waits for it).
+// The device filler: slots in device memory, each filled by one copy on the transfer queue from
+// pinned host memory that already holds the expert in the backend's weight layout (Backend::pack),
+// so the copy runs at the link's full rate with no conversion on the way. The pinned bytes come
+// from one of two feeds:
+//  - a pinned copy of every expert, packed once at load (the host holds the experts' bytes);
+//  - the expert files, read on demand by the reader pool into a pinned staging area per slot and
+//    packed there by the reader thread (experts larger than the host's memory too).
+// Two events per slot keep the queues in order without a host wait: `filled` (recorded after the
+// copy; the compute queue waits for it before the slot's first lease) and `freed` (recorded on the
+// compute queue when a lease is released, after the work that read the slot was issued; the next
+// copy into the slot waits for it).
 #include <algorithm>
 #include <thread>
 
+#include "residency/expert_files.h"
 #include "residency/slot_filler.h"
 #include "residency/stores.h"
 #include "util/error.h"
@@ -38,18 +44,31 @@ PackedLayout packed_layout(const ExpertSource& src, int64_t l, const Backend& be
 
 class DeviceFiller final : public SlotFiller {
  public:
-  DeviceFiller(ExpertStore& from, const ExpertSource& src, Backend& be) : be_(be), layers_(src.n_layer()) {
+  // from: the pinned-copy feed (every expert of `from` packed now); null: the file feed.
+  DeviceFiller(ExpertStore* from, std::shared_ptr<const ExpertSource> src, Backend& be, const ReadOptions& ro)
+      : src_(std::move(src)), be_(be), direct_(ro.direct_io), layers_(src_->n_layer()) {
     try {
-      std::vector<int32_t> all(src.n_expert());
-      for (int32_t e = 0; e < src.n_expert(); ++e) all[e] = e;
-      for (int64_t l = 0; l < src.n_layer(); ++l)
-        if (src.is_moe(l)) pack_layer(from, src, l, all);
+      std::vector<int32_t> all(src_->n_expert());
+      for (int32_t e = 0; e < src_->n_expert(); ++e) all[e] = e;
+      for (int64_t l = 0; l < src_->n_layer(); ++l) {
+        if (!src_->is_moe(l)) continue;
+        const PackedLayout pl = packed_layout(*src_, l, be_);
+        layers_[l].offset = pl.offset;
+        layers_[l].stride = pl.bytes;
+        layers_[l].shape = shape(l);
+        if (from) pack_layer(*from, l, all);
+      }
+      if (!from) {
+        files_ = std::make_unique<ExpertFiles>(src_->files(), direct_);
+        pool_ = std::make_unique<ReaderPool>(ro.threads, ro.chunk_bytes, ro.read);
+      }
     } catch (...) {
       release_all();
       throw;
     }
   }
   ~DeviceFiller() override {
+    pool_.reset();      // reads in flight write the staging areas
     be_.synchronize();  // copies in flight read the pinned memory
     release_all();
   }
@@ -57,29 +76,39 @@ class DeviceFiller final : public SlotFiller {
   MemKind memory() const override { return MemKind::Device; }
   uint64_t slot_bytes(int64_t layer) const override { return layers_[layer].stride; }
 
-  bool fill(int64_t layer, int32_t e, int32_t slot, uint8_t* at, ReaderPool::Priority, Done, uint64_t& bytes) override {
+  bool fill(int64_t layer, int32_t e, int32_t slot, uint8_t* at, ReaderPool::Priority priority, Done done,
+            uint64_t& bytes) override {
     Layer& L = layers_[layer];
+    if (!pool_) {  // pinned copy: the expert is there already
+      copy(L, slot, at, static_cast<const uint8_t*>(L.host.data) + static_cast<uint64_t>(e) * L.stride);
+      bytes += L.stride;
+      return true;
+    }
+    Staging& st = staging(layer, slot);
     SlotEvents& ev = events(L, slot);
-    if (ev.freed_recorded) be_.wait_event(Queue::Transfer, ev.freed);  // the previous expert's last reader
-    be_.copy_async(at, static_cast<const uint8_t*>(L.host.data) + static_cast<uint64_t>(e) * L.stride, L.stride,
-                   Queue::Transfer);
-    be_.record_event(ev.filled, Queue::Transfer);
-    ev.fill_pending = true;
-    bytes += L.stride;
-    return true;
+    if (ev.copied_once) be_.host_wait(ev.filled);  // the staging's last copy has left it
+    extents_.clear();
+    src_->extents(layer, e, direct_, files_->fds(), static_cast<uint8_t*>(st.raw.data), extents_);
+    for (const ReadExtent& x : extents_) bytes += x.bytes;
+    // Packed on the reader thread, so the forward thread only issues the copy (landed).
+    pool_->submit(extents_, [this, layer, e, &st, done = std::move(done)](const std::string& err) {
+      if (err.empty()) pack_expert(layers_[layer], src_->view(layer, e, static_cast<const uint8_t*>(st.raw.data), direct_),
+                                   static_cast<uint8_t*>(st.packed.data));
+      done(err);
+    }, priority);
+    return false;
+  }
+
+  void landed(int64_t layer, int32_t slot, uint8_t* at) override {
+    copy(layers_[layer], slot, at, static_cast<const uint8_t*>(staging(layer, slot).packed.data));
   }
 
   ExpertView view(int64_t layer, int32_t, const uint8_t* at) const override {
     const Layer& L = layers_[layer];
     ExpertView v = L.shape;
-    const auto rebase = [&](Mat& m, int p) { m.data = at + L.offset[p]; };
-    rebase(v.gate, kGate);
-    rebase(v.up, kUp);
-    rebase(v.down, kDown);
-    const auto bias = [&](const float* b, int p) { return b ? reinterpret_cast<const float*>(at + L.offset[p]) : nullptr; };
-    v.gate_bias = bias(L.shape.gate_bias, kGateBias);
-    v.up_bias = bias(L.shape.up_bias, kUpBias);
-    v.down_bias = bias(L.shape.down_bias, kDownBias);
+    for (Mat* m : {&v.gate, &v.up, &v.down}) m->data = at + reinterpret_cast<uintptr_t>(m->data);
+    for (const float** b : {&v.gate_bias, &v.up_bias, &v.down_bias})
+      if (*b) *b = reinterpret_cast<const float*>(at + reinterpret_cast<uintptr_t>(*b));
     return v;
   }
 
@@ -100,14 +129,28 @@ class DeviceFiller final : public SlotFiller {
     EventHandle filled = -1, freed = -1;
     bool fill_pending = false;    // a copy was queued that the compute queue has not waited for yet
     bool freed_recorded = false;  // `freed` marks the slot's latest reader
+    bool copied_once = false;     // `filled` has been recorded
+  };
+  struct Staging {
+    Buffer raw, packed;  // pinned: the expert as read (file layout), and packed
   };
   struct Layer {
-    Buffer host;                                       // pinned: every expert, `stride` bytes apart
-    uint64_t stride = 0;                               // one packed expert (a slot)
-    std::array<uint64_t, kExpertParts> offset{};       // of each part inside a packed expert
-    ExpertView shape;                                  // types, shapes and row strides; data unset
-    std::vector<SlotEvents> slots;                     // grown as slots are first filled
+    Buffer host;                                  // pinned copy feed: every expert, `stride` bytes apart
+    uint64_t stride = 0;                          // one packed expert (a slot)
+    std::array<uint64_t, kExpertParts> offset{};  // of each part inside a packed expert
+    ExpertView shape;                             // types, shapes, row strides; data = offsets
+    std::vector<SlotEvents> slots;                // grown as slots are first filled
+    std::vector<std::unique_ptr<Staging>> staging;  // file feed, per slot, made at its first fill
   };
+
+  // Queues the copy of a packed expert into a device slot, after the slot's previous readers.
+  void copy(Layer& L, int32_t slot, uint8_t* at, const uint8_t* packed) {
+    SlotEvents& ev = events(L, slot);
+    if (ev.freed_recorded) be_.wait_event(Queue::Transfer, ev.freed);
+    be_.copy_async(at, packed, L.stride, Queue::Transfer);
+    be_.record_event(ev.filled, Queue::Transfer);
+    ev.fill_pending = ev.copied_once = true;
+  }
 
   SlotEvents& events(Layer& L, int32_t slot) {
     if (L.slots.size() <= static_cast<size_t>(slot)) L.slots.resize(slot + 1);
@@ -119,44 +162,65 @@ class DeviceFiller final : public SlotFiller {
     return ev;
   }
 
-  // Every expert of the layer packed into pinned memory, in parallel (packing is a pass over the
-  // bytes at memory speed per thread).
-  void pack_layer(ExpertStore& from, const ExpertSource& src, int64_t l, const std::vector<int32_t>& all) {
-    std::vector<ExpertView> host(src.n_expert());
+  Staging& staging(int64_t layer, int32_t slot) {
+    Layer& L = layers_[layer];
+    if (L.staging.size() <= static_cast<size_t>(slot)) L.staging.resize(slot + 1);
+    std::unique_ptr<Staging>& st = L.staging[slot];
+    if (!st) {
+      st = std::make_unique<Staging>();
+      st->raw = be_.alloc_buffer(src_->slot_bytes(layer, direct_), MemKind::PinnedHost);
+      st->packed = be_.alloc_buffer(L.stride, MemKind::PinnedHost);
+    }
+    return *st;
+  }
+
+  // The layer's packed expert with each part's offset in place of its address (view() rebases it).
+  ExpertView shape(int64_t l) const {
+    const ExpertLayerFiles& f = src_->layer(l);
+    const Layer& L = layers_[l];
+    ExpertView v;
+    Mat* mats[3] = {&v.gate, &v.up, &v.down};
+    for (int p = 0; p < 3; ++p) {
+      const ExpertPartInfo& part = f.part[p];
+      const Mat host{part.type, nullptr, part.rows, part.cols, part.bytes / part.rows};
+      *mats[p] = Mat{part.type, reinterpret_cast<const void*>(static_cast<uintptr_t>(L.offset[p])), part.rows, part.cols,
+                     be_.packed_bytes(host) / static_cast<size_t>(part.rows)};
+    }
+    const float** biases[3] = {&v.gate_bias, &v.up_bias, &v.down_bias};
+    for (int p = 0; p < 3; ++p)
+      if (f.part[kGateBias + p].bytes) *biases[p] = reinterpret_cast<const float*>(static_cast<uintptr_t>(L.offset[kGateBias + p]));
+    return v;
+  }
+
+  // Every expert of layer l, taken through `from`'s leases, packed into pinned memory, in parallel
+  // (packing is a pass over the bytes at memory speed per thread).
+  void pack_layer(ExpertStore& from, int64_t l, const std::vector<int32_t>& all) {
+    std::vector<ExpertView> host(src_->n_expert());
     from.request(l, all);
     while (ExpertLease lease = from.next()) host[lease.expert()] = lease.view();  // `from` pins nothing
     Layer& L = layers_[l];
-    const PackedLayout pl = packed_layout(src, l, be_);
-    L.offset = pl.offset;
-    L.stride = pl.bytes;
-    L.host = be_.alloc_buffer(checked_mul(L.stride, static_cast<uint64_t>(src.n_expert()), "pinned expert memory"),
+    L.host = be_.alloc_buffer(checked_mul(L.stride, static_cast<uint64_t>(src_->n_expert()), "pinned expert memory"),
                               MemKind::PinnedHost);
     const int n_threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
     std::vector<std::thread> pool;
-    std::vector<ExpertView> shapes(n_threads);
     for (int t = 0; t < n_threads; ++t)
       pool.emplace_back([&, t] {
-        for (int32_t e = t; e < src.n_expert(); e += n_threads) shapes[t] = pack_expert(L, host[e], e);
+        for (int32_t e = t; e < src_->n_expert(); e += n_threads)
+          pack_expert(L, host[e], static_cast<uint8_t*>(L.host.data) + static_cast<uint64_t>(e) * L.stride);
       });
     for (std::thread& th : pool) th.join();
-    L.shape = shapes[0];
   }
 
-  ExpertView pack_expert(const Layer& L, const ExpertView& h, int32_t e) const {
-    uint8_t* base = static_cast<uint8_t*>(L.host.data) + static_cast<uint64_t>(e) * L.stride;
-    ExpertView v;
-    v.gate = be_.pack(h.gate, base + L.offset[kGate]);
-    v.up = be_.pack(h.up, base + L.offset[kUp]);
-    v.down = be_.pack(h.down, base + L.offset[kDown]);
-    const auto bias = [&](const float* b, int64_t n, int p) -> const float* {
-      if (!b) return nullptr;
-      std::copy(b, b + n, reinterpret_cast<float*>(base + L.offset[p]));
-      return b;  // only whether it is present matters for the shape
+  void pack_expert(const Layer& L, const ExpertView& h, uint8_t* base) const {
+    be_.pack(h.gate, base + L.offset[kGate]);
+    be_.pack(h.up, base + L.offset[kUp]);
+    be_.pack(h.down, base + L.offset[kDown]);
+    const auto bias = [&](const float* b, int64_t n, int p) {
+      if (b) std::copy(b, b + n, reinterpret_cast<float*>(base + L.offset[p]));
     };
-    v.gate_bias = bias(h.gate_bias, h.gate.rows, kGateBias);
-    v.up_bias = bias(h.up_bias, h.up.rows, kUpBias);
-    v.down_bias = bias(h.down_bias, h.down.rows, kDownBias);
-    return v;
+    bias(h.gate_bias, h.gate.rows, kGateBias);
+    bias(h.up_bias, h.up.rows, kUpBias);
+    bias(h.down_bias, h.down.rows, kDownBias);
   }
 
   void release_all() {
@@ -166,12 +230,22 @@ class DeviceFiller final : public SlotFiller {
         if (ev.freed >= 0) be_.destroy_event(ev.freed);
       }
       L.slots.clear();
+      for (std::unique_ptr<Staging>& st : L.staging)
+        if (st)
+          for (Buffer* b : {&st->raw, &st->packed})
+            if (b->data) be_.free_buffer(*b);
+      L.staging.clear();
       if (L.host.data) be_.free_buffer(L.host);
     }
   }
 
+  std::shared_ptr<const ExpertSource> src_;
   Backend& be_;
+  bool direct_;
   std::vector<Layer> layers_;
+  std::unique_ptr<ExpertFiles> files_;  // file feed
+  std::vector<ReadExtent> extents_;
+  std::unique_ptr<ReaderPool> pool_;    // file feed; reset first (see the destructor)
 };
 
 }  // namespace
@@ -180,8 +254,13 @@ uint64_t device_slot_bytes(const ExpertSource& src, int64_t layer, const Backend
   return packed_layout(src, layer, be).bytes;
 }
 
-std::unique_ptr<SlotFiller> make_device_filler(ExpertStore& from, const ExpertSource& src, Backend& be) {
-  return std::make_unique<DeviceFiller>(from, src, be);
+std::unique_ptr<SlotFiller> make_device_filler(ExpertStore& from, std::shared_ptr<const ExpertSource> src, Backend& be) {
+  return std::make_unique<DeviceFiller>(&from, std::move(src), be, ReadOptions{});
+}
+
+std::unique_ptr<SlotFiller> make_device_file_filler(std::shared_ptr<const ExpertSource> src, Backend& be,
+                                                    const ReadOptions& o) {
+  return std::make_unique<DeviceFiller>(nullptr, std::move(src), be, o);
 }
 
 }  // namespace ts

@@ -85,7 +85,8 @@ ResidencyChoice choose_residency(const ResidencyOptions& o, const ExpertSource& 
                   fmt::format("the largest cache that fits ({})", budget_text));
 }
 
-ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src, uint64_t device_slot_row) {
+ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src, uint64_t device_slot_row,
+                                        uint64_t host_room) {
   ResidencyChoice c;
   if (o.mode == ResidencyMode::Mapped)
     fail("--expert-residency mapped is not available on a device backend: it computes from its own memory "
@@ -112,10 +113,19 @@ ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertS
   // Prefetch only when asked: the copies are the bottleneck on a device, and wrong guesses cost more
   // than the hits they add (docs/CUDA.md, "Streamed experts").
   c.prefetch = o.prefetch == PrefetchMode::On;
-  c.summary = fmt::format("experts streamed into device memory: {} of {} slots per layer ({} of cache, {}{}), fed from "
-                          "{} of pinned host memory", c.slots_per_layer, src.n_expert(), format_bytes(c.expert_memory),
-                          o.policy == EvictionPolicy::LFU ? "LFU" : "LRU", c.prefetch ? ", prefetch" : "",
-                          format_bytes(src.total_expert_bytes()));
+  // A pinned copy of every expert makes a miss one copy at the link's rate; when the host cannot hold
+  // it, misses are read from the files into pinned staging (the cache's size, twice) first.
+  const uint64_t pinned = device_slot_row * static_cast<uint64_t>(src.n_expert());
+  c.device_from_files = pinned > host_room;
+  const std::string feed =
+      c.device_from_files
+          ? fmt::format("from the files through pinned staging (a pinned copy of every expert, {}, does not fit the {} "
+                        "of host memory the budget leaves{})", format_bytes(pinned), format_bytes(host_room),
+                        o.read.direct_io ? "; O_DIRECT" : "")
+          : fmt::format("from {} of pinned host memory", format_bytes(pinned));
+  c.summary = fmt::format("experts streamed into device memory: {} of {} slots per layer ({} of cache, {}{}), fed {}",
+                          c.slots_per_layer, src.n_expert(), format_bytes(c.expert_memory),
+                          o.policy == EvictionPolicy::LFU ? "LFU" : "LRU", c.prefetch ? ", prefetch" : "", feed);
   return c;
 }
 

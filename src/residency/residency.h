@@ -41,6 +41,7 @@ struct ResidencyChoice {
   int32_t slots_per_layer = 0;  // streamed only
   uint64_t expert_memory = 0;   // bytes of backend memory the store holds (resident or slots)
   bool prefetch = false;        // streamed only: one-layer-ahead prefetch, `auto` resolved
+  bool device_from_files = false;  // streamed on a device backend: slots fed from the files, not a pinned copy
   std::string summary;          // one line for the user: mode, cache, and why
 };
 
@@ -51,8 +52,11 @@ ResidencyChoice choose_residency(const ResidencyOptions& o, const ExpertSource& 
 // The same for a backend whose weights live in its own memory (Backend::weight_memory() == Device):
 // auto and resident upload every expert there; streamed keeps a slot cache in device memory, sized
 // by --expert-cache-mb (over device_slot_row, the bytes of one slot in every MoE layer in the
-// backend's layout) or --expert-cache-slots, fed from pinned host memory; mapped is refused.
-ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src, uint64_t device_slot_row);
+// backend's layout) or --expert-cache-slots, fed from a pinned copy of every expert when it fits in
+// host_room (the host memory the budget leaves), else from the files through pinned staging;
+// mapped is refused.
+ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src, uint64_t device_slot_row,
+                                        uint64_t host_room);
 
 // maps: the source's files in memory (used by the mapped store only).
 std::unique_ptr<ExpertStore> make_expert_store(const ResidencyChoice& c, const ResidencyOptions& o,

@@ -3,10 +3,11 @@
 // and evictions the same way for both fillers:
 //  - files: the reader pool preads the expert files into host slots (a backend that computes from
 //    host memory, the CPU);
-//  - device: a pinned host copy of every expert, already in the backend's weight layout, copied
-//    into slots in device memory on the transfer queue (a GPU backend). Events order each copy
-//    after the last compute that read the slot's previous expert, and each compute after its copy,
-//    so no host thread waits for a copy.
+//  - device: slots in device memory, each filled by one copy on the transfer queue from pinned host
+//    memory holding the expert in the backend's weight layout (a GPU backend): a pinned copy of
+//    every expert made at load, or per-slot pinned staging that the reader pool fills from the
+//    files. Events order each copy after the last compute that read the slot's previous expert,
+//    and each compute after its copy, so no host thread waits for a copy.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -27,9 +28,11 @@ class SlotFiller {
   virtual uint64_t slot_bytes(int64_t layer) const = 0;   // a slot able to take any expert of the layer
   // Starts filling slot `slot` (memory `at`) of `layer` with expert e and adds the bytes it moves to
   // `bytes`. Returns true when the slot is ready for any work issued after this call (a queued copy);
-  // false when `done` will be called later, from another thread, with "" or the error.
+  // false when `done` will be called later, from another thread, with "" or the error, after which
+  // the store calls landed() on its own thread before the slot is used.
   virtual bool fill(int64_t layer, int32_t e, int32_t slot, uint8_t* at, ReaderPool::Priority priority, Done done,
                     uint64_t& bytes) = 0;
+  virtual void landed(int64_t layer, int32_t slot, uint8_t* at) {}
   // The expert as it lies in a filled slot.
   virtual ExpertView view(int64_t layer, int32_t e, const uint8_t* at) const = 0;
   // Ordering: before a lease on the slot is handed out, and whenever a lease on it is released.
@@ -43,7 +46,11 @@ std::unique_ptr<SlotFiller> make_file_filler(std::shared_ptr<const ExpertSource>
 // Copies from pinned host memory into device slots. Every expert of `from` (taken through its
 // leases, layer by layer) is packed into the backend's layout in pinned host memory up front;
 // `from` may be dropped afterwards.
-std::unique_ptr<SlotFiller> make_device_filler(ExpertStore& from, const ExpertSource& src, Backend& be);
+std::unique_ptr<SlotFiller> make_device_filler(ExpertStore& from, std::shared_ptr<const ExpertSource> src, Backend& be);
+// The same, fed from the files: each miss is read into the slot's pinned staging, packed there by
+// the reader thread, and copied (host memory holds the cache's size twice, not the experts).
+std::unique_ptr<SlotFiller> make_device_file_filler(std::shared_ptr<const ExpertSource> src, Backend& be,
+                                                    const ReadOptions& o);
 // The bytes of one device slot of `layer`: its experts' parts in the backend's layout, aligned.
 uint64_t device_slot_bytes(const ExpertSource& src, int64_t layer, const Backend& be);
 

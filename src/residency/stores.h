@@ -40,9 +40,10 @@ std::unique_ptr<ExpertStore> make_device_experts(ExpertStore& from, const Expert
 std::unique_ptr<ExpertStore> make_streamed_experts(std::shared_ptr<const ExpertSource> src, Backend& be,
                                                    const StreamOptions& o);
 // The streamed store for a backend whose weights live in its own memory: slots in device memory,
-// filled from a pinned host copy of every expert of `from` (packed up front, in the backend's
-// layout) by copies on the transfer queue (residency/slot_filler.h). o.read is not used.
-std::unique_ptr<ExpertStore> make_device_streamed_experts(ExpertStore& from, std::shared_ptr<const ExpertSource> src,
+// filled by copies on the transfer queue (residency/slot_filler.h) from a pinned host copy of every
+// expert of `from` (packed up front in the backend's layout), or, with `from` null, from the files
+// (read with o.read into per-slot pinned staging).
+std::unique_ptr<ExpertStore> make_device_streamed_experts(ExpertStore* from, std::shared_ptr<const ExpertSource> src,
                                                           Backend& be, const StreamOptions& o);
 
 }  // namespace ts

@@ -167,6 +167,7 @@ class StreamedExperts final : public ExpertStore {
     for (int32_t s = 0; s < static_cast<int32_t>(L.slots.size()); ++s) {
       Slot& sl = L.slots[s];
       if (sl.io == Io::Done) {
+        filler_->landed(layer, s, slot_memory(L, s));
         L.planner->commit(s);
         sl.io = Io::Idle;
       } else if (sl.io == Io::Failed) {
@@ -253,9 +254,9 @@ std::unique_ptr<ExpertStore> make_streamed_experts(std::shared_ptr<const ExpertS
   return std::make_unique<StreamedExperts>(std::move(src), std::move(filler), be, o);
 }
 
-std::unique_ptr<ExpertStore> make_device_streamed_experts(ExpertStore& from, std::shared_ptr<const ExpertSource> src,
+std::unique_ptr<ExpertStore> make_device_streamed_experts(ExpertStore* from, std::shared_ptr<const ExpertSource> src,
                                                           Backend& be, const StreamOptions& o) {
-  std::unique_ptr<SlotFiller> filler = make_device_filler(from, *src, be);
+  std::unique_ptr<SlotFiller> filler = from ? make_device_filler(*from, src, be) : make_device_file_filler(src, be, o.read);
   return std::make_unique<StreamedExperts>(std::move(src), std::move(filler), be, o);
 }
 

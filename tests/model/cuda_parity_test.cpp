@@ -47,8 +47,8 @@ TEST_P(CudaParity, WithinThePassRuleOfTheReference) {
 }
 
 // Streamed: a cache of 1 slot per layer runs every layer in waves of one expert (with prefetch, a
-// predicted expert can take the slot first); 3 slots, a few waves; every expert, none. All must be
-// the resident bytes: the routing, products and rank-ordered sum do not depend on where the
+// predicted expert can take the slot first); 3 slots, a few waves; every expert, none; and 3 slots
+// fed from the files rather than a pinned copy. All must be the resident bytes: the routing, products and rank-ordered sum do not depend on where the
 // weights are.
 class CudaStreamed : public testing::TestWithParam<std::tuple<Fixture, Path>> {};
 
@@ -64,6 +64,10 @@ TEST_P(CudaStreamed, GivesTheResidentBytesForEveryCacheSize) {
       EXPECT_TRUE(test::same_bytes(resident, test::cli_logits(f, fl, dir)))
           << f.name << ": streamed with " << slots << " slots per layer, prefetch " << prefetch << " differs from resident";
     }
+  // A host budget too small for a pinned copy of every expert: the slots are fed from the files.
+  std::vector<std::string> fl = flags(path);
+  for (const char* a : {"--expert-residency", "streamed", "--expert-cache-slots", "3", "--memory-budget-mb", "1"}) fl.push_back(a);
+  EXPECT_TRUE(test::same_bytes(resident, test::cli_logits(f, fl, dir))) << f.name << ": streamed from the files differs";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaStreamed,

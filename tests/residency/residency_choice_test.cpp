@@ -92,43 +92,49 @@ TEST(ResidencyChoice, AutoPrefetchIsOnForCachesOfAtMostHalfTheExperts) {
 // --expert-cache-mb over the device slot bytes; mapped is refused, saying why.
 TEST(ResidencyChoice, ADeviceBackendHoldsEveryExpertOrStreamsThemIntoDeviceSlots) {
   const uint64_t row = 3 * 4096 + 512;  // one device slot in each MoE layer (the backend's layout)
+  const uint64_t kHostRoom = 8 * row;  // exactly a pinned copy of every expert
   ResidencyOptions o;
   for (ResidencyMode m : {ResidencyMode::Auto, ResidencyMode::Resident}) {
     o.mode = m;
-    const ResidencyChoice c = choose_device_residency(o, source(), row);
+    const ResidencyChoice c = choose_device_residency(o, source(), row, kHostRoom);
     EXPECT_EQ(c.mode, ResidencyMode::Resident);
     EXPECT_EQ(c.expert_memory, 8 * 4 * 3 * 4096u);
     EXPECT_THAT(c.summary, HasSubstr("device memory"));
   }
   o.mode = ResidencyMode::Mapped;
   try {
-    choose_device_residency(o, source(), row);
+    choose_device_residency(o, source(), row, kHostRoom);
     ADD_FAILURE() << "mapped was accepted";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("--expert-residency mapped is not available on a device backend"));
   }
   o.mode = ResidencyMode::Streamed;
   try {
-    choose_device_residency(o, source(), row);
+    choose_device_residency(o, source(), row, kHostRoom);
     ADD_FAILURE() << "streamed without a cache size was accepted";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("needs --expert-cache-mb"));
   }
   o.cache_bytes = 3 * row + row / 2;
-  ResidencyChoice c = choose_device_residency(o, source(), row);
+  ResidencyChoice c = choose_device_residency(o, source(), row, kHostRoom);
   EXPECT_EQ(c.mode, ResidencyMode::Streamed);
   EXPECT_EQ(c.slots_per_layer, 3);
   EXPECT_EQ(c.expert_memory, 3 * row);
   EXPECT_THAT(c.summary, HasSubstr("3 of 8 slots per layer"));
+  EXPECT_FALSE(c.device_from_files) << "the pinned copy fits the host";
+  EXPECT_THAT(c.summary, HasSubstr("of pinned host memory"));
+  const ResidencyChoice tight = choose_device_residency(o, source(), row, kHostRoom - 1);
+  EXPECT_TRUE(tight.device_from_files) << "one byte short of a pinned copy: the files feed the slots";
+  EXPECT_THAT(tight.summary, HasSubstr("from the files through pinned staging"));
   EXPECT_FALSE(c.prefetch) << "auto: off on a device, where wrong guesses cost the link's time";
   o.prefetch = PrefetchMode::On;
-  EXPECT_TRUE(choose_device_residency(o, source(), row).prefetch);
+  EXPECT_TRUE(choose_device_residency(o, source(), row, kHostRoom).prefetch);
   o.prefetch = PrefetchMode::Auto;
   o.cache_bytes = row - 1;
-  EXPECT_THROW(choose_device_residency(o, source(), row), Error) << "less than one slot per layer";
+  EXPECT_THROW(choose_device_residency(o, source(), row, kHostRoom), Error) << "less than one slot per layer";
   o.cache_bytes = 0;
   o.cache_slots = 100;
-  c = choose_device_residency(o, source(), row);
+  c = choose_device_residency(o, source(), row, kHostRoom);
   EXPECT_EQ(c.slots_per_layer, 8) << "at most every expert";
 }
 

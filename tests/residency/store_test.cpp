@@ -116,30 +116,36 @@ TEST_P(Stores, DeviceExpertsHoldTheSameBytesAsTheirSource) {
   EXPECT_EQ(all_experts(*device), want) << "second pass";
 }
 
-// The device-slot store: every expert packed into pinned host memory in the backend's layout and
-// copied into slots on the transfer queue (on the CPU backend: the file's layout, host memory and
-// plain copies, so the bytes must be the source's). Small caches evict and refill, a lease of a
-// refilled slot sees its new expert, and the store says how many leases a layer may hold.
+// The device-slot store: every expert packed into pinned host memory in the backend's layout (or
+// read from the files into per-slot pinned staging and packed there) and copied into slots on the
+// transfer queue (on the CPU backend: the file's layout, host memory and plain copies, so the bytes
+// must be the source's). Small caches evict and refill, a lease of a refilled slot sees its new
+// expert, and the store says how many leases a layer may hold.
 TEST_P(Stores, DeviceSlotsHandOutTheSameBytesAsTheirSource) {
   const auto want = all_experts(model_->experts());
   for (int32_t slots : {1, 3, src_->n_expert()}) {
-    SCOPED_TRACE(fmt::format("{} slots", slots));
-    auto store = make_device_streamed_experts(model_->experts(), src_, *be_, streamed(slots, false));
-    EXPECT_FALSE(store->resident());
-    EXPECT_EQ(store->lease_limit(0), slots);
-    EXPECT_EQ(all_experts(*store), want);
-    EXPECT_EQ(all_experts(*store), want) << "warm";
-    const ExpertStats st = store->stats();
-    EXPECT_EQ(st.requests, 2 * src_->n_layer() * src_->n_expert());
-    EXPECT_EQ(st.hits + st.reads, st.requests);
-    if (slots == src_->n_expert()) {
-      EXPECT_EQ(st.hits, src_->n_layer() * src_->n_expert()) << "a cache holding every expert hits on the second pass";
-      uint64_t once = 0;  // every expert copied once: one packed expert per fill
-      for (int64_t l = 0; l < src_->n_layer(); ++l)
-        if (src_->is_moe(l)) once += device_slot_bytes(*src_, l, *be_) * static_cast<uint64_t>(src_->n_expert());
-      EXPECT_EQ(st.bytes_read, once);
-    } else {
-      EXPECT_GT(st.reads, src_->n_layer() * src_->n_expert()) << "a small cache refills slots";
+    for (const char* feed : {"pinned copy", "files", "files, O_DIRECT"}) {
+      SCOPED_TRACE(fmt::format("{} slots, {}", slots, feed));
+      const bool files = feed[0] == 'f', direct = std::strstr(feed, "O_DIRECT") != nullptr;
+      auto store = make_device_streamed_experts(files ? nullptr : &model_->experts(), src_, *be_, streamed(slots, direct));
+      EXPECT_FALSE(store->resident());
+      EXPECT_EQ(store->lease_limit(0), slots);
+      EXPECT_EQ(all_experts(*store), want);
+      EXPECT_EQ(all_experts(*store), want) << "warm";
+      const ExpertStats st = store->stats();
+      EXPECT_EQ(st.requests, 2 * src_->n_layer() * src_->n_expert());
+      EXPECT_EQ(st.hits + st.reads, st.requests);
+      if (slots == src_->n_expert()) {
+        EXPECT_EQ(st.hits, src_->n_layer() * src_->n_expert()) << "a cache holding every expert hits on the second pass";
+        uint64_t once = 0;  // every expert copied once: one packed expert per fill
+        for (int64_t l = 0; l < src_->n_layer(); ++l)
+          if (src_->is_moe(l)) once += device_slot_bytes(*src_, l, *be_) * static_cast<uint64_t>(src_->n_expert());
+        if (!files) {
+          EXPECT_EQ(st.bytes_read, once);
+        }
+      } else {
+        EXPECT_GT(st.reads, src_->n_layer() * src_->n_expert()) << "a small cache refills slots";
+      }
     }
   }
 }
@@ -171,30 +177,33 @@ TEST_P(Stores, AFailedReadNamesTheExpertAndItsSlotIsNeverHandedOut) {
   fr.bad_end = down_end;
   StreamOptions o = streamed(4, false);
   o.read.read = fr.fn();
-  auto store = make_streamed_experts(src_, *be_, o);
   const auto want = all_experts(model_->experts());
+  for (bool device : {false, true}) {  // host slots, and device slots fed from the files
+    SCOPED_TRACE(device ? "device slots" : "host slots");
+    *fr.armed = true;
+    auto store = device ? make_device_streamed_experts(nullptr, src_, *be_, o) : make_streamed_experts(src_, *be_, o);
+    store->request(layer, std::vector<int32_t>{0, bad, 1});
+    std::vector<int32_t> handed;
+    try {
+      while (ExpertLease l = store->next()) handed.push_back(l.expert());
+      FAIL() << "the failed read was not reported";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(fmt::format("expert {} of layer {}", bad, layer)));
+      EXPECT_THAT(e.what(), HasSubstr(GetParam().gguf()));
+      EXPECT_THAT(e.what(), HasSubstr(std::strerror(EIO)));
+    }
+    EXPECT_THAT(handed, ::testing::Not(::testing::Contains(bad)));
 
-  store->request(layer, std::vector<int32_t>{0, bad, 1});
-  std::vector<int32_t> handed;
-  try {
-    while (ExpertLease l = store->next()) handed.push_back(l.expert());
-    FAIL() << "the failed read was not reported";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(fmt::format("expert {} of layer {}", bad, layer)));
-    EXPECT_THAT(e.what(), HasSubstr(GetParam().gguf()));
-    EXPECT_THAT(e.what(), HasSubstr(std::strerror(EIO)));
+    // The slot was left empty: once the file reads again, the expert is read afresh, whole.
+    *fr.armed = false;
+    store->request(layer, std::vector<int32_t>{bad});
+    ExpertLease l = store->next();
+    ASSERT_TRUE(l);
+    EXPECT_EQ(expert_bytes(l.view()), want[layer * src_->n_expert() + bad]);
+    l.release();
+    EXPECT_FALSE(store->next());
+    EXPECT_EQ(store->stats().reads, 4) << "0, bad, 1 and bad again";
   }
-  EXPECT_THAT(handed, ::testing::Not(::testing::Contains(bad)));
-
-  // The slot was left empty: once the file reads again, the expert is read afresh, whole.
-  *fr.armed = false;
-  store->request(layer, std::vector<int32_t>{bad});
-  ExpertLease l = store->next();
-  ASSERT_TRUE(l);
-  EXPECT_EQ(expert_bytes(l.view()), want[layer * src_->n_expert() + bad]);
-  l.release();
-  EXPECT_FALSE(store->next());
-  EXPECT_EQ(store->stats().reads, 4) << "0, bad, 1 and bad again";
 }
 
 TEST_P(Stores, AShortReadOfATruncatedFileNamesTheFile) {

@@ -115,6 +115,7 @@ void MoeLayer::forward_in_waves(ExpertStore& store, int64_t layer, const Mat& ro
     }
     routing_ = Routing{x.n, s_.k, std::vector<int32_t>(x.n * s_.k), {}};  // the weights stay on the device
     be_.route_experts(op, x, routing_.experts.data());
+    if (RouterRecorder* rec = RouterRecorder::active()) rec->record(layer, routing_);
     request_experts(store, layer, order, {}, {});
     if (!predicted_experts_.empty()) store.prefetch(layer + 1, predicted_experts_);  // after this layer's own
   }
@@ -142,10 +143,11 @@ void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, con
   const int64_t n = x.n, k = s_.k;
   // Experts that stay put can be run by the backend as one operation (on a GPU: routing, expert
   // FFNs and the combine without a host round trip); when it declines, the loop below defines it.
-  // A router recording needs the routing on the host, so it keeps the loop.
+  // A router recording needs the routing on the host: such a backend then routes in waves, whose
+  // choices come back to the host.
   on_backend_ = false;
-  if (be_.offers_routed_experts() && !RouterRecorder::active()) {
-    if (store.resident()) {
+  if (be_.offers_routed_experts()) {
+    if (store.resident() && !RouterRecorder::active()) {
       const RoutedExperts op{layer, s_.contract, s_.activation, k, &router, router_bias, layer_table(store, layer)};
       on_backend_ = be_.routed_experts(op, x, out);
       if (on_backend_) {
@@ -153,6 +155,8 @@ void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, con
         return;
       }
     } else {
+      // Experts that move, or a recording that needs the choices on the host: the backend still
+      // routes (its router weights are in its memory), and the choices come back.
       forward_in_waves(store, layer, router, router_bias, x, out, order, residual, next);
       return;
     }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <tuple>
 
@@ -64,6 +65,15 @@ TEST_P(CudaStreamed, GivesTheResidentBytesForEveryCacheSize) {
       EXPECT_TRUE(test::same_bytes(resident, test::cli_logits(f, fl, dir)))
           << f.name << ": streamed with " << slots << " slots per layer, prefetch " << prefetch << " differs from resident";
     }
+  // A router histogram needs the choices on the host: the device routes and hands them back, and the
+  // bytes stay the resident ones.
+  {
+    std::vector<std::string> fl = flags(path);
+    const std::string hist = dir.file("hist.json");
+    for (const std::string& a : {std::string("--router-hist"), hist}) fl.push_back(a);
+    EXPECT_TRUE(test::same_bytes(resident, test::cli_logits(f, fl, dir))) << f.name << ": with --router-hist differs";
+    EXPECT_TRUE(std::filesystem::file_size(hist) > 0) << "no histogram written";
+  }
   // A host budget too small for a pinned copy of every expert: the slots are fed from the files.
   std::vector<std::string> fl = flags(path);
   for (const char* a : {"--expert-residency", "streamed", "--expert-cache-slots", "3", "--memory-budget-mb", "1"}) fl.push_back(a);

@@ -52,7 +52,7 @@ __device__ __forceinline__ __half* cache_at(const DevSeq& s, int64_t layer, int 
 // row's position in double like CpuBackend's table, computed once per row into shared memory), then
 // store k and v as halves at the row's position.
 constexpr int kMaxRotPairs = 256;  // n_rot <= 512 (checked on the host)
-__global__ void rope_store_kernel(float* q, float* k, const float* v, int64_t layer, int64_t n_head, int64_t n_kv,
+__global__ void __launch_bounds__(1024) rope_store_kernel(float* q, float* k, const float* v, int64_t layer, int64_t n_head, int64_t n_kv,
                                   int64_t hd, RopeDev r, StepDev st) {
   __shared__ float cs[2][kMaxRotPairs];
   const int64_t i = blockIdx.x;
@@ -360,7 +360,7 @@ void rope_store(float* q, float* k, const float* v, int64_t layer, const Attenti
   if (p.rope && p.rope->n_rot > 2 * kMaxRotPairs)
     fail_text("the CUDA backend rotates at most " + std::to_string(2 * kMaxRotPairs) + " dimensions per head; this model rotates " +
               std::to_string(p.rope->n_rot));
-  rope_store_kernel<<<st.n_rows, 256, 0, s>>>(q, k, v, layer, p.n_head, p.n_head_kv, p.head_dim, rope_dev(p.rope), st);
+  rope_store_kernel<<<st.n_rows, 1024, 0, s>>>(q, k, v, layer, p.n_head, p.n_head_kv, p.head_dim, rope_dev(p.rope), st);
   check_launch("rope_store");
 }
 

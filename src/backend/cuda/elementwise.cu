@@ -1,6 +1,9 @@
 // Row-wise and element-wise operations: embeddings, RMS norm, residual adds, biases, gated
 // activations, row copies, the rank-ordered combine, output-row selection, steering, half
 // conversion. Each mirrors the CPU backend's arithmetic (double sums where the CPU uses them).
+#include <algorithm>
+#include <string>
+
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/weight_layout.h"
@@ -24,16 +27,31 @@ __global__ void embed_kernel(DMat t, StepDev st, float* out) {
 
 // One block per (row, group): x is read once for the sum of squares (in double, like the CPU), then
 // scaled. out may be x.
-__global__ void rms_norm_kernel(const float* x, const float* w, float eps, int64_t group, float* out, int64_t dim) {
+// One block per group; each thread holds up to PER values (and their weights) in registers, all
+// loaded before the first use: a chain of dependent loads is what a one-row kernel waits on.
+template <int PER>
+__global__ void __launch_bounds__(1024) rms_norm_kernel(const float* x, const float* w, float eps, int64_t group, float* out, int64_t dim) {
   __shared__ double red[33];
   const int64_t groups = dim / group, row = blockIdx.x / groups, g = blockIdx.x % groups;
   const float* s = x + row * dim + g * group;
   float* d = out + row * dim + g * group;
+  float v[PER], wv[PER];
+#pragma unroll
+  for (int u = 0; u < PER; ++u) {
+    const int64_t j = threadIdx.x + u * static_cast<int64_t>(blockDim.x);
+    v[u] = j < group ? s[j] : 0.0f;
+    wv[u] = j < group ? w[j] : 0.0f;
+  }
   double ss = 0;
-  for (int64_t j = threadIdx.x; j < group; j += blockDim.x) ss += static_cast<double>(s[j]) * s[j];
+#pragma unroll
+  for (int u = 0; u < PER; ++u) ss += static_cast<double>(v[u]) * v[u];
   ss = block_sum(ss, red);
   const float inv = static_cast<float>(1.0 / sqrt(ss / group + eps));
-  for (int64_t j = threadIdx.x; j < group; j += blockDim.x) d[j] = s[j] * inv * w[j];
+#pragma unroll
+  for (int u = 0; u < PER; ++u) {
+    const int64_t j = threadIdx.x + u * static_cast<int64_t>(blockDim.x);
+    if (j < group) d[j] = v[u] * inv * wv[u];
+  }
 }
 
 __global__ void add_kernel(float* dst, const float* src, int64_t count) {
@@ -63,13 +81,22 @@ __global__ void copy_rows_kernel(const float* src, float* dst, const int32_t* ro
   for (int64_t j = threadIdx.x; j < dim; j += blockDim.x) d[j] = s[j];
 }
 
+// Block (token, slice of 256 values); each thread's k slot values are loaded before they are summed.
+constexpr int kMaxRanks = 8;  // the router's k (moe.cu allows at most 8)
 __global__ void combine_kernel(const float* slots, const float* weights, int64_t k, int64_t dim, float* out) {
-  const int64_t t = blockIdx.x;
-  for (int64_t j = threadIdx.x; j < dim; j += blockDim.x) {
-    float o = 0.0f;
-    for (int64_t r = 0; r < k; ++r) o += weights[t * k + r] * slots[(t * k + r) * dim + j];
-    out[t * dim + j] = o;
+  const int64_t t = blockIdx.x, j = blockIdx.y * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (j >= dim) return;
+  float sv[kMaxRanks], wv[kMaxRanks];
+#pragma unroll
+  for (int r = 0; r < kMaxRanks; ++r) {
+    sv[r] = r < k ? slots[(t * k + r) * dim + j] : 0.0f;
+    wv[r] = r < k ? weights[t * k + r] : 0.0f;
   }
+  float o = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kMaxRanks; ++r)
+    if (r < k) o += wv[r] * sv[r];
+  out[t * dim + j] = o;
 }
 
 __global__ void select_rows_kernel(const float* x, int64_t dim, StepDev st, int64_t first, float* out) {
@@ -132,7 +159,11 @@ void embed(const DMat& table, const StepDev& st, float* out, int64_t n, cudaStre
 }
 
 void rms_norm(const float* x, const float* w, float eps, int64_t group, float* out, int64_t n, int64_t dim, cudaStream_t s) {
-  rms_norm_kernel<<<n * (dim / group), group >= 1024 ? 256 : 128, 0, s>>>(x, w, eps, group, out, dim);
+  const int per = group <= 4 * 1024 ? 4 : 16;
+  if (group > per * 1024) fail_text("the CUDA backend normalises groups of at most 16384 values; this one has " + std::to_string(group));
+  const int threads = static_cast<int>(std::min<int64_t>(1024, std::max<int64_t>(32, ceil_div(ceil_div(group, per), 32) * 32)));
+  if (per == 4) rms_norm_kernel<4><<<n * (dim / group), threads, 0, s>>>(x, w, eps, group, out, dim);
+  else rms_norm_kernel<16><<<n * (dim / group), threads, 0, s>>>(x, w, eps, group, out, dim);
   check_launch("rms_norm");
 }
 
@@ -163,7 +194,8 @@ void copy_rows(const float* src, float* dst, const int32_t* rows, int64_t n, int
 }
 
 void combine_ranked(const float* slots, const float* weights, int64_t n, int64_t k, int64_t dim, float* out, cudaStream_t s) {
-  combine_kernel<<<n, 256, 0, s>>>(slots, weights, k, dim, out);
+  if (k > kMaxRanks) fail_text("the CUDA backend combines at most 8 experts per token; this model routes " + std::to_string(k));
+  combine_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(ceil_div(dim, 256))), 256, 0, s>>>(slots, weights, k, dim, out);
   check_launch("combine_ranked");
 }
 

@@ -49,10 +49,11 @@ std::vector<fs::path> scripts() {
 TEST(Scripts, EveryConfigureNamesEveryOption) {
   std::vector<std::string> options{"CMAKE_BUILD_TYPE"};
   const std::string cmake = read(fs::path(TS_SOURCE_DIR) / "CMakeLists.txt");
-  const std::regex option_re(R"(option\((\w+))");
+  // option(NAME ...) and set(NAME VALUE CACHE ...): the cache options a configure must name.
+  const std::regex option_re(R"(option\((\w+)|set\((\w+) \S+ CACHE)");
   for (auto it = std::sregex_iterator(cmake.begin(), cmake.end(), option_re); it != std::sregex_iterator(); ++it)
-    options.push_back((*it)[1]);
-  ASSERT_GE(options.size(), 4u) << "CMakeLists.txt options not found";
+    options.push_back((*it)[1].matched ? (*it)[1] : (*it)[2]);
+  ASSERT_GE(options.size(), 5u) << "CMakeLists.txt options not found";
   int configures = 0;
   for (const fs::path& s : scripts())
     for (const std::string& line : logical_lines(read(s))) {

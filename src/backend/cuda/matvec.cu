@@ -190,28 +190,82 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job job, const float* x
   }
 }
 
+// Few row pairs (a router's 32 rows, one token): mv_kernel would give each pair one warp, leaving
+// most of the device idle while each warp walks its rows' units in sequence. Here a block takes one
+// pair and its warps split the units, every lane loading all of its units before using them; the
+// warps' sums are added in a fixed order.
+constexpr int kSplitWarps = 8, kSplitUnits = 4;
+template <GgmlType T, class Job>
+__global__ void __launch_bounds__(kSplitWarps * 32) mv_split_kernel(Job job, const float* x, int64_t ldx, int64_t cols) {
+  using F = Fmt<T>;
+  constexpr int CH = chunk_cols<1>(), V = F::kValues;
+  __shared__ float4 xs[CH / 4];
+  __shared__ float x16[CH / 16];
+  __shared__ float part[kSplitWarps][2];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t p = blockIdx.x;
+  const RowLayout L = row_layout(T, cols);
+  const uint8_t* r[2] = {nullptr, nullptr};
+  job.rows(p, r);
+  stage_x<T, 1>(x, ldx, 1, 0, static_cast<int>(cols), xs, x16);
+  const XView xv[1] = {XView{xs, x16}};
+  const int units = static_cast<int>(cols / V);
+  float acc[2][1] = {};
+  for (int ul = threadIdx.x; ul < units; ul += kSplitWarps * 32 * kSplitUnits) {
+    decltype(F::load(r[0], L, 0)) a[kSplitUnits]{}, b[kSplitUnits]{};
+#pragma unroll
+    for (int u = 0; u < kSplitUnits; ++u) {
+      const int uu = ul + u * kSplitWarps * 32;
+      if (uu >= units) break;
+      a[u] = F::load(r[0], L, uu);
+      if (r[1]) b[u] = F::load(r[1], L, uu);
+    }
+#pragma unroll
+    for (int u = 0; u < kSplitUnits; ++u) {
+      const int uu = ul + u * kSplitWarps * 32;
+      if (uu >= units) break;
+      F::template dot<1>(a[u], xv, uu, acc[0]);
+      if (r[1]) F::template dot<1>(b[u], xv, uu, acc[1]);
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    acc[i][0] = warp_sum(acc[i][0]);
+    if (lane == 0) part[warp][i] = acc[i][0];
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int i = 0; i < 2; ++i) {
+    acc[i][0] = part[0][i];
+    for (int w = 1; w < kSplitWarps; ++w) acc[i][0] += part[w][i];
+  }
+  job.template store<1>(p, acc);
+}
+
+// Calls f.template operator()<T>() for the weight type t.
+template <class F>
+void with_type(GgmlType t, F&& f) {
+  switch (t) {
+    case GgmlType::F32: f.template operator()<GgmlType::F32>(); break;
+    case GgmlType::F16: f.template operator()<GgmlType::F16>(); break;
+    case GgmlType::BF16: f.template operator()<GgmlType::BF16>(); break;
+    case GgmlType::Q8_0: f.template operator()<GgmlType::Q8_0>(); break;
+    case GgmlType::Q4_0: f.template operator()<GgmlType::Q4_0>(); break;
+    case GgmlType::Q4_1: f.template operator()<GgmlType::Q4_1>(); break;
+    case GgmlType::Q5_0: f.template operator()<GgmlType::Q5_0>(); break;
+    case GgmlType::Q5_1: f.template operator()<GgmlType::Q5_1>(); break;
+    case GgmlType::MXFP4: f.template operator()<GgmlType::MXFP4>(); break;
+    case GgmlType::Q4_K: f.template operator()<GgmlType::Q4_K>(); break;
+    case GgmlType::Q5_K: f.template operator()<GgmlType::Q5_K>(); break;
+    case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); break;
+    default: fail_text("the CUDA backend has no matvec kernel for " + std::string(type_name(t)));
+  }
+  check_launch("matvec");
+}
+
 template <int NT, class Job>
 void launch_typed(GgmlType t, const Job& job, const float* x, int64_t ldx, int n_valid, int64_t cols, int64_t pairs,
                   dim3 grid, cudaStream_t s) {
-#define TS_MV_CASE(T) \
-  case T: mv_kernel<T, NT, Job><<<grid, kWarps * 32, 0, s>>>(job, x, ldx, n_valid, cols, pairs); break;
-  switch (t) {
-    TS_MV_CASE(GgmlType::F32)
-    TS_MV_CASE(GgmlType::F16)
-    TS_MV_CASE(GgmlType::BF16)
-    TS_MV_CASE(GgmlType::Q8_0)
-    TS_MV_CASE(GgmlType::Q4_0)
-    TS_MV_CASE(GgmlType::Q4_1)
-    TS_MV_CASE(GgmlType::Q5_0)
-    TS_MV_CASE(GgmlType::Q5_1)
-    TS_MV_CASE(GgmlType::MXFP4)
-    TS_MV_CASE(GgmlType::Q4_K)
-    TS_MV_CASE(GgmlType::Q5_K)
-    TS_MV_CASE(GgmlType::Q6_K)
-    default: fail_text("the CUDA backend has no matvec kernel for " + std::string(type_name(t)));
-  }
-#undef TS_MV_CASE
-  check_launch("matvec");
+  with_type(t, [&]<GgmlType T>() { mv_kernel<T, NT, Job><<<grid, kWarps * 32, 0, s>>>(job, x, ldx, n_valid, cols, pairs); });
 }
 
 // Blocks for `pairs` rows pairs: single-chunk rows loop inside a block, so a few waves suffice.
@@ -233,6 +287,12 @@ void matvec(const float* x, int64_t ldx, int64_t n, const MatOut* outs, int n_ou
     job.pair_begin[j + 1] = job.pair_begin[j] + ceil_div(outs[j].w.rows, 2);
   }
   const int64_t pairs = job.pair_begin[n_outs], cols = outs[0].w.cols;
+  if (n == 1 && cols <= chunk_cols<1>() && pairs < sm_count()) {
+    with_type(outs[0].w.type, [&]<GgmlType T>() {
+      mv_split_kernel<T, DenseJob><<<static_cast<unsigned>(pairs), kSplitWarps * 32, 0, s>>>(job, x, ldx, cols);
+    });
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(blocks_for(pairs, cols, n == 1 ? 1 : 4, 1)));
   if (n == 1) launch_typed<1>(outs[0].w.type, job, x, ldx, 1, cols, pairs, grid, s);
   else launch_typed<4>(outs[0].w.type, job, x, ldx, static_cast<int>(n), cols, pairs, grid, s);

@@ -7,7 +7,8 @@
 //  - few tokens (decode): dots along k in the vector lanes, then the lane sums of 8 rows are reduced
 //    into one vector (lane r = row r), and the float steps run for 8 rows at once; the 512-bit
 //    tables unpack and dot two rows per instruction where the format gives codes2 (MXFP4's table
-//    lookup is then one vpermw per 32 values: one-token decode +55% in quant_bench);
+//    lookup is then one vpermw per 32 values: one-token decode +55% in quant_bench), and reduce
+//    those pairs in 512-bit steps with the rows' lanes in kPairOrder (+26% one token, +37% four);
 //  - many tokens (prefill): 8 rows are repacked once into a panel of (row, value pair) lanes, so one
 //    vpmaddwd advances 8 rows by two values against a broadcast activation pair, for every token.
 #pragma once
@@ -65,6 +66,27 @@ inline __m256i reduce8_pairs(const __m256i (&a)[4]) {
   const __m256i hi = _mm256_add_epi32(_mm256_unpacklo_epi64(a[2], a[3]), _mm256_unpackhi_epi64(a[2], a[3]));
   return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
 }
+
+#if TS_X86_WIDE
+// The same for 4 two-row vectors (s[i]: row 2i in lanes 0..7, row 2i+1 in 8..15), in 512-bit steps
+// (12 instructions where reduce_pair and reduce8_pairs take 26): lane j of the result is the sum of
+// row kPairOrder[j]'s lanes, rows 0, 2, 4, 6 then 1, 3, 5, 7.
+inline __m256i reduce8_pairs512(const __m512i (&s)[4]) {
+  // (the maskz forms: GCC 12 warns that the plain ones read an uninitialised value)
+  auto pair32 = [](__m512i x, __m512i y) {
+    return _mm512_add_epi32(_mm512_maskz_unpacklo_epi32(0xFFFF, x, y), _mm512_maskz_unpackhi_epi32(0xFFFF, x, y));
+  };
+  const __m512i a01 = pair32(s[0], s[1]), a23 = pair32(s[2], s[3]);
+  // 128-bit lane q: the sums of lane q of s[0], s[1], s[2], s[3]
+  const __m512i b = _mm512_add_epi32(_mm512_maskz_unpacklo_epi64(0xFF, a01, a23), _mm512_maskz_unpackhi_epi64(0xFF, a01, a23));
+  // lanes 0 + 1 (the first rows of the pairs) and 2 + 3 (the second rows)
+  const __m512i c = _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(0xFFFF, b, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                                     _mm512_maskz_shuffle_i32x4(0xFFFF, b, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_maskz_extracti64x4_epi64(0xF, c, 0);
+}
+inline const __m256i kPairOrder = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+inline const __m256i kPairOrderInverse = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+#endif
 
 // 8x8 transpose of 32-bit elements: out[j] lane r = in[r] lane j.
 inline void transpose8(const __m256i (&in)[8], __m256i (&out)[8]) {
@@ -325,6 +347,8 @@ void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* 
   __m256 acc[T], accm[T];
   for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
   const int64_t n_blocks = k / F::kElems;
+  // Formats with codes2 keep their accumulators' lanes in kPairOrder (rows 0, 2, 4, 6, 1, 3, 5, 7).
+  [[maybe_unused]] constexpr bool kPairs = TS_X86_WIDE && requires(__m512i (&c)[F::kVecs]) { F::codes2(p[0], p[1], 0, c); };
   const size_t slice = ahead ? (ahead_bytes + static_cast<size_t>(n_blocks) - 1) / static_cast<size_t>(n_blocks) : 0;
   for (int64_t blk = 0; blk < n_blocks; ++blk) {
     for (size_t o = 0; o < slice; o += 64)
@@ -337,25 +361,27 @@ void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* 
       const int64_t e = blk * F::kElems + g * F::kGroup, b = e / kQK;
       // Rows go in pairs: a pair's codes are unpacked once, into registers, and dotted with every
       // token; a[t][i] keeps the pair's lanes summed in pairs (the first step of reduce8).
-      __m256i a[T][4];
+      __m256i a[T][4], sums[T];
 #if TS_X86_WIDE
-      if constexpr (requires(__m512i (&c)[F::kVecs]) { F::codes2(bp[0], bp[1], g, c); }) {
+      if constexpr (kPairs) {
         __m512i xw[T][F::kVecs];  // each token's values in both halves
         for (int t = 0; t < T; ++t)
           for (int v = 0; v < F::kVecs; ++v)
             xw[t][v] = _mm512_maskz_broadcast_i64x4(0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].q + e) + v));
+        __m512i s[T][4];
         for (int i = 0; i < 4; ++i) {
           __m512i c[F::kVecs];
           F::codes2(bp[2 * i], bp[2 * i + 1], g, c);
           for (int t = 0; t < T; ++t) {
-            __m512i s = _mm512_madd_epi16(c[0], xw[t][0]);
-            for (int v = 1; v < F::kVecs; ++v) s = madd_acc(s, c[v], xw[t][v]);
-            // (the maskz forms: GCC 12 warns that the plain ones read an uninitialised value)
-            a[t][i] = reduce_pair(_mm512_maskz_extracti64x4_epi64(0xF, s, 0), _mm512_maskz_extracti64x4_epi64(0xF, s, 1));
+            s[t][i] = _mm512_madd_epi16(c[0], xw[t][0]);
+            for (int v = 1; v < F::kVecs; ++v) s[t][i] = madd_acc(s[t][i], c[v], xw[t][v]);
           }
         }
+        for (int t = 0; t < T; ++t) sums[t] = reduce8_pairs512(s[t]);
+        D[g] = _mm256_permutevar8x32_ps(D[g], kPairOrder);
       } else
 #endif
+      {
       for (int i = 0; i < 4; ++i) {
         __m256i c0[F::kVecs], c1[F::kVecs];
         F::codes(bp[2 * i], g, c0);
@@ -372,13 +398,20 @@ void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* 
           a[t][i] = reduce_pair(s0, s1);
         }
       }
+      for (int t = 0; t < T; ++t) sums[t] = reduce8_pairs(a[t]);
+      }
       for (int t = 0; t < T; ++t) {
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8_pairs(a[t])), _mm256_mul_ps(D[g], _mm256_set1_ps(x[t].d[b])), acc[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(D[g], _mm256_set1_ps(x[t].d[b])), acc[t]);
         if constexpr (F::kSign != MinSign::none) accm[t] = _mm256_fmadd_ps(M[g], _mm256_set1_ps(x[t].s[b]), accm[t]);
       }
     }
   }
-  for (int t = 0; t < T; ++t) store_rows(y[t], finish<F>(acc[t], accm[t]), n);
+  for (int t = 0; t < T; ++t) {
+#if TS_X86_WIDE
+    if constexpr (kPairs) acc[t] = _mm256_permutevar8x32_ps(acc[t], kPairOrderInverse);
+#endif
+    store_rows(y[t], finish<F>(acc[t], accm[t]), n);
+  }
 }
 
 // --- prefill: 8-row panels, (row, pair) lanes --------------------------------------------------

@@ -1,5 +1,5 @@
 // CpuBackend::ffn, the gated feed-forward block. With int16 activations and quantized weights it is
-// two passes: tasks of gate/up rows (task_rows) compute both products for every token, add the
+// two passes: tasks of gate/up rows (decode_task_rows) compute both products for every token, add the
 // biases, apply the activation, and quantize each 32 values of each token straight into the down
 // projection's input (one activation block each); then the down projection. Otherwise it is the
 // composition of the separate operations (the exact path keeps their bytes).
@@ -14,12 +14,6 @@ namespace ts {
 namespace {
 
 constexpr int64_t kBlock = 32;  // one int16 activation block of the down input
-// Rows per task, in both passes. Decoding (few tokens) waits on memory: a task's rows stream
-// through one matmul16 call, which fetches each 8 rows' successors while it computes, and each task
-// starts cold, so its tasks are long (gpt-oss mini tg64 +20-30% over 32 rows). Many tokens are bound
-// by arithmetic and keep short tasks, which balance better.
-int64_t task_rows(int64_t n_tokens) { return n_tokens <= 4 ? 4 * kBlock : kBlock; }
-
 bool quantized(const Mat* m) { return m->type != GgmlType::F32 && m->type != GgmlType::F16 && m->type != GgmlType::BF16; }
 
 }  // namespace
@@ -46,7 +40,7 @@ void CpuBackend::ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm)
   const size_t xs = quantize_rows(x, norm, true, w.gate->type, xq_);
   const size_t ds = quant::act16_bytes(n_ff);
   xq_down_.resize(ds * n);
-  const int64_t tr = task_rows(n);
+  const int64_t tr = n <= kDecodeTokens ? decode_task_rows(n_ff, pool_.size()) : kBlock;
   pool_.parallel_for((n_ff + tr - 1) / tr, [&](int64_t task) {
     const int64_t r0 = task * tr, rows = std::min(tr, n_ff - r0);
     thread_local std::vector<float> g, u, a;
@@ -65,8 +59,9 @@ void CpuBackend::ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm)
       }
   });
   const Mat& d = *w.down;
-  pool_.parallel_for((d.rows + tr - 1) / tr, [&](int64_t task) {
-    const int64_t r0 = task * tr, r1 = std::min(d.rows, r0 + tr);
+  const int64_t dr = n <= kDecodeTokens ? decode_task_rows(d.rows, pool_.size()) : kBlock;
+  pool_.parallel_for((d.rows + dr - 1) / dr, [&](int64_t task) {
+    const int64_t r0 = task * dr, r1 = std::min(d.rows, r0 + dr);
     const auto* W = static_cast<const uint8_t*>(d.data) + static_cast<size_t>(r0) * d.row_stride;
     quant::matmul16(d.type, W, d.row_stride, r1 - r0, n_ff, xq_down_.data(), ds, n, out.data + r0, out.dim);
     if (w.down_bias)

@@ -13,12 +13,8 @@ namespace ts {
 namespace {
 
 // Rows per task: large enough to amortise dispatch, small enough to balance two cores (a multiple
-// of the int16 kernels' 8-row groups and of their 32-value activation blocks). Decoding (few tokens)
-// waits on memory and each task starts cold (its kernel fetches each 8 rows' successors while it
-// computes, but not past its task), so its tasks are longer: SmolLM2 tg64 +17%, gpt-oss mini +13%
-// over 32 rows, on top of the FFN's (cpu_ffn.cpp).
+// of the int16 kernels' 8-row groups and of their 32-value activation blocks).
 constexpr int64_t kRowsPerTask = 32;
-int64_t rows_per_task(int64_t n_tokens) { return n_tokens <= 4 ? 4 * kRowsPerTask : kRowsPerTask; }
 // Rows decoded to f32 per task on the exact path: the decoded block stays in L2.
 constexpr int64_t kDecodedRowsPerTask = 16;
 
@@ -137,18 +133,20 @@ void CpuBackend::products(Act x, std::span<const MatmulOut> outs, const InputNor
     // One pass over the rows of every following output that takes the same input format.
     size_t j = i;
     task_end_.clear();
-    const int64_t per_task = rows_per_task(x.n);
+    task_rows_.clear();
     for (int64_t total = 0; j < outs.size(); ++j) {
       const bool jf32 = float_weights(outs[j].w->type);
       if (jf32 != f32 || (!jf32 && !int16 && quant::activation_type(outs[j].w->type) != act)) break;
+      const int64_t per_task = x.n <= kDecodeTokens ? decode_task_rows(outs[j].w->rows, pool_.size()) : kRowsPerTask;
       total += (outs[j].w->rows + per_task - 1) / per_task;
       task_end_.push_back(total);
+      task_rows_.push_back(per_task);
     }
     pool_.parallel_for(task_end_.back(), [&](int64_t task) {
       const size_t o = static_cast<size_t>(std::upper_bound(task_end_.begin(), task_end_.end(), task) - task_end_.begin());
       const Mat& w = *outs[i + o].w;
-      const int64_t first = o ? task_end_[o - 1] : 0, r0 = (task - first) * per_task;
-      const int64_t r1 = std::min(w.rows, r0 + per_task);
+      const int64_t first = o ? task_end_[o - 1] : 0, r0 = (task - first) * task_rows_[o];
+      const int64_t r1 = std::min(w.rows, r0 + task_rows_[o]);
       const auto* W = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_stride;
       float* Y = outs[i + o].y.data + r0;
       const size_t ys = outs[i + o].y.dim;

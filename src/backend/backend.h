@@ -137,6 +137,11 @@ struct FfnWeights {
   const float* down_bias = nullptr;
   Activation act = Activation::SwiGLU;
 };
+struct FfnJob {
+  Act x;
+  FfnWeights w;
+  Act out;
+};
 
 // A sequence's key/value cache, owned by the backend (which picks its element type and layout):
 // every layer's K and V for n_ctx positions. Handles are freed with free_kv.
@@ -246,6 +251,9 @@ class Backend {
   // The whole gated FFN: the activation is applied as gate and up rows are produced (and, on the
   // CPU, quantized for the down projection there), so the intermediate never makes a separate pass.
   virtual void ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm = {}) = 0;
+  // Several FFNs at once (a step's routed experts): each job's out = ffn(x, w), the same bytes as one
+  // call each. False, with nothing done, where the backend has nothing better than those calls.
+  virtual bool ffn_many(std::span<const FfnJob>) { return false; }
   virtual void add_bias(Act y, const float* b) = 0;
   virtual void add(Act dst, Act src) = 0;                                              // dst += src
   virtual void scale(Act x, float s) = 0;                                              // x *= s

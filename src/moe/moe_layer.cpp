@@ -13,11 +13,15 @@ MoeLayer::MoeLayer(Backend& be, const MoeShape& s, int64_t max_tokens) : be_(be)
   down_ = be.alloc(max_tokens, s.n_embd);
   slots_ = be.alloc(max_tokens * s.k, s.n_embd);
   predict_x_ = be.alloc(max_tokens, s.n_embd);
+  // Steps of a few rows may run their experts side by side (compute_together).
+  const int64_t together = std::min<int64_t>(max_tokens, kTogetherTokens) * s.k;
+  xe_all_ = be.alloc(together, s.n_embd);
+  down_all_ = be.alloc(together, s.n_embd);
   host_logits_.resize(max_tokens * s.n_expert);
 }
 
 MoeLayer::~MoeLayer() {
-  for (Act* a : {&logits_, &xe_, &down_, &slots_, &predict_x_}) be_.release(*a);
+  for (Act* a : {&logits_, &xe_, &down_, &slots_, &predict_x_, &xe_all_, &down_all_}) be_.release(*a);
 }
 
 void MoeLayer::route_tokens(const Mat& router, const float* bias, Act x, int64_t layer, Routing& out) {
@@ -57,6 +61,37 @@ void MoeLayer::compute_expert(const ExpertLease& lease, Act x) {
   fw.act = s_.activation;
   be_.ffn(xe, fw, d);
   be_.scatter_rows(d, slots_of_[e].data(), m, slots_);
+}
+
+// The leases in leases_ (a resident store's, all ready at once) as one backend call, when the backend
+// has a faster way than one FFN at a time (ffn_many): each expert's rows are gathered into its own
+// block of xe_all_ and its output scattered from down_all_, so the bytes are compute_expert's.
+bool MoeLayer::compute_together(Act x) {
+  if (x.n > kTogetherTokens) return false;
+  jobs_.clear();
+  int64_t row = 0;
+  for (const ExpertLease& lease : leases_) {
+    const int32_t e = lease.expert();
+    const ExpertView& w = lease.view();
+    const int64_t m = static_cast<int64_t>(tokens_[e].size());
+    FfnJob j{xe_all_.rows(row, m), FfnWeights{}, down_all_.rows(row, m)};
+    j.w.gate = &w.gate;
+    j.w.up = &w.up;
+    j.w.down = &w.down;
+    j.w.gate_bias = w.gate_bias;
+    j.w.up_bias = w.up_bias;
+    j.w.down_bias = w.down_bias;
+    j.w.act = s_.activation;
+    be_.gather_rows(x, tokens_[e].data(), m, j.x);
+    jobs_.push_back(j);
+    row += m;
+  }
+  if (!be_.ffn_many(jobs_)) return false;
+  for (size_t i = 0; i < leases_.size(); ++i) {
+    const int32_t e = leases_[i].expert();
+    be_.scatter_rows(jobs_[i].out, slots_of_[e].data(), jobs_[i].out.n, slots_);
+  }
+  return true;
 }
 
 // Every expert of the layer, taken once through the store's leases. Only for resident stores, whose
@@ -183,9 +218,18 @@ void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, con
       tokens_[e].push_back(static_cast<int32_t>(t));
       slots_of_[e].push_back(static_cast<int32_t>(t * k + r));
     }
-  // Experts come in the order they are ready; each lease is released before asking for the next, so
-  // even a cache of one slot per layer makes progress.
-  while (ExpertLease lease = store.next()) compute_expert(lease, x);
+  if (store.resident()) {
+    // A resident store's leases pin nothing and are all ready: the backend may run them together.
+    leases_.clear();
+    while (ExpertLease lease = store.next()) leases_.push_back(std::move(lease));
+    if (!compute_together(x))
+      for (const ExpertLease& lease : leases_) compute_expert(lease, x);
+    leases_.clear();
+  } else {
+    // Experts come in the order they are ready; each lease is released before asking for the next,
+    // so even a cache of one slot per layer makes progress.
+    while (ExpertLease lease = store.next()) compute_expert(lease, x);
+  }
   be_.combine_ranked(slots_.first(n * k), routing_.weights.data(), k, out);
 }
 

@@ -31,6 +31,9 @@ struct NextRouter {
   float norm_eps = 0;
 };
 
+// Steps of at most this many rows may run their experts side by side (Backend::ffn_many).
+inline constexpr int64_t kTogetherTokens = 16;
+
 class MoeLayer {
  public:
   MoeLayer(Backend& be, const MoeShape& s, int64_t max_tokens);
@@ -55,11 +58,13 @@ class MoeLayer {
   void forward_in_waves(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x, Act out,
                         ExpertOrder order, Act residual, const NextRouter& next);
   void compute_expert(const ExpertLease& lease, Act x);
+  bool compute_together(Act x);
   const std::vector<ExpertView>& layer_table(ExpertStore& store, int64_t layer);
 
   Backend& be_;
   MoeShape s_;
   Act logits_, xe_, down_, slots_, predict_x_;
+  Act xe_all_, down_all_;  // compute_together: every pair's gathered input and output, by expert
   std::vector<float> host_logits_;
   Routing routing_, predicted_;
   std::vector<int32_t> experts_, predicted_experts_;
@@ -69,6 +74,7 @@ class MoeLayer {
   const ExpertStore* table_store_ = nullptr;             // the store the tables came from
   std::vector<ExpertView> wave_;                         // forward_in_waves: the wave's experts by index
   std::vector<ExpertLease> leases_;                      // ... and their leases
+  std::vector<FfnJob> jobs_;                             // compute_together: one per expert
   bool on_backend_ = false;
 };
 

@@ -64,6 +64,7 @@ class CpuBackend final : public Backend {
   void matmul(const Mat& w, Act x, Act y) override;
   void matmul_shared(Act x, std::span<const MatmulOut> outs, const InputNorm& norm = {}) override;
   void ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm = {}) override;
+  bool ffn_many(std::span<const FfnJob> jobs) override;
   void add_bias(Act y, const float* b) override;
   void add(Act dst, Act src) override;
   void scale(Act x, float s) override;
@@ -84,6 +85,7 @@ class CpuBackend final : public Backend {
   // Quantizes (int16, or int8 for weights of type wt) the rows of x, normalised first if asked,
   // into dst; returns the row stride.
   size_t quantize_rows(Act x, const InputNorm& norm, bool int16, GgmlType wt, std::vector<uint8_t>& dst);
+  bool fused_ffn(const FfnWeights& w) const;  // ffn's two-pass int16 path applies
   // The rows of x normalised into norm_rows_ (the reference rms_norm), for the paths that need f32.
   Act normalised(Act x, const InputNorm& norm);
   Act scratch(std::vector<float>& buf, int64_t n, int64_t dim);
@@ -116,6 +118,9 @@ class CpuBackend final : public Backend {
   std::vector<int64_t> task_rows_;            // matmul_shared: rows per task of each output
   // ffn: quantized down-projection input; f32 scratch (normalised input, gate, up, activation).
   std::vector<uint8_t> xq_down_;
+  // ffn_many: each FFN's quantized input (and its row stride) and down input.
+  std::vector<std::vector<uint8_t>> many_xq_, many_down_;
+  std::vector<size_t> many_xs_;
   std::vector<float> norm_rows_, gate_rows_, up_rows_, act_rows_;
   // attention_fast: per (row, chunk, head) partial states, rows' offsets into them, the tasks.
   struct AttnTask {

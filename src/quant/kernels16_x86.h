@@ -414,20 +414,66 @@ void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* 
   }
 }
 
-// --- prefill: 8-row panels, (row, pair) lanes --------------------------------------------------
-// Panel layout: for each pair of values (k/2 of them) one vector of 8 rows x 2 int16; then the
-// factors, k/kGroup vectors of D and (with an offset) of M.
+// --- prefill: row panels, (row, pair) lanes ------------------------------------------------------
+// A panel holds kRows rows (16 in the 512-bit tables, 8 otherwise): for each pair of values (k/2 of
+// them) one vector of kRows rows x 2 int16 (with 16 rows: rows 0..7 in the low half, 8..15 in the
+// high one); then the factors, k/kGroup vectors of D and (with an offset) of M, one float per row.
+// The lanes are rows, so a tile needs no horizontal sums, and each lane's float steps are those of
+// the scalar definition whatever the vector width: the 512-bit panels give the same bytes.
+#if TS_X86_WIDE
+struct PanelVec {
+  static constexpr int kRows = 16;
+  using I = __m512i;
+  using V = __m512;
+  static I load(const I* p) { return _mm512_load_si512(p); }
+  static I broadcast(int32_t v) { return _mm512_set1_epi32(v); }
+  static I zero() { return _mm512_setzero_si512(); }
+  static I madd(I acc, I a, I b) { return madd_acc(acc, a, b); }
+  static V fzero() { return _mm512_setzero_ps(); }
+  static V loadf(const float* p) { return _mm512_load_ps(p); }
+  static V set1(float v) { return _mm512_set1_ps(v); }
+  static V cvt(I s) { return _mm512_maskz_cvtepi32_ps(0xFFFF, s); }  // maskz: GCC 12 warns on the plain form
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static void store(float* y, V v, int n) { _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << n) - 1), v); }
+};
+#else
+struct PanelVec {
+  static constexpr int kRows = 8;
+  using I = __m256i;
+  using V = __m256;
+  static I load(const I* p) { return _mm256_load_si256(p); }
+  static I broadcast(int32_t v) { return _mm256_set1_epi32(v); }
+  static I zero() { return _mm256_setzero_si256(); }
+  static I madd(I acc, I a, I b) { return madd_acc(acc, a, b); }
+  static V fzero() { return _mm256_setzero_ps(); }
+  static V loadf(const float* p) { return _mm256_load_ps(p); }
+  static V set1(float v) { return _mm256_set1_ps(v); }
+  static V cvt(I s) { return _mm256_cvtepi32_ps(s); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static void store(float* y, V v, int n) { store_rows(y, v, n); }
+};
+#endif
+inline constexpr int kPanelRows = PanelVec::kRows;
+inline constexpr int kHalves = kPanelRows / 8;  // 8-row halves per panel vector
+
 template <class F>
 size_t panel_bytes(int64_t k) {
   const int64_t groups = k / F::kGroup;
-  return static_cast<size_t>(k / 2 + groups * (F::kSign == MinSign::none ? 1 : 2)) * sizeof(__m256i);
+  return static_cast<size_t>(k / 2 + groups * (F::kSign == MinSign::none ? 1 : 2)) * sizeof(typename PanelVec::I);
 }
 
+// Rows p[0..7] into 8-row half `half` of a panel.
 template <class F>
-void build_panel(const uint8_t* const* p, int64_t k, __m256i* panel) {
+void build_panel(const uint8_t* const* p, int64_t k, __m256i* panel, int half) {
   const int64_t groups = k / F::kGroup;
-  auto* D = reinterpret_cast<__m256*>(panel + k / 2);
-  __m256* M = D + groups;
+  auto* D = reinterpret_cast<__m256*>(panel + k / 2 * kHalves);
+  __m256* M = D + groups * kHalves;
   for (int64_t blk = 0; blk < k / F::kElems; ++blk) {
     const uint8_t* bp[8];
     for (int r = 0; r < 8; ++r) bp[r] = p[r] + blk * F::kBytes;
@@ -435,71 +481,77 @@ void build_panel(const uint8_t* const* p, int64_t k, __m256i* panel) {
     F::factors8(bp, d, m);
     for (int g = 0; g < F::kGroups; ++g) {
       const int64_t gi = blk * F::kGroups + g;
-      _mm256_store_ps(reinterpret_cast<float*>(D + gi), d[g]);
-      if constexpr (F::kSign != MinSign::none) _mm256_store_ps(reinterpret_cast<float*>(M + gi), m[g]);
+      _mm256_store_ps(reinterpret_cast<float*>(D + gi * kHalves + half), d[g]);
+      if constexpr (F::kSign != MinSign::none) _mm256_store_ps(reinterpret_cast<float*>(M + gi * kHalves + half), m[g]);
       __m256i c[8][F::kVecs];
       for (int r = 0; r < 8; ++r) F::codes(bp[r], g, c[r]);
       for (int v = 0; v < F::kVecs; ++v) {
         __m256i rows[8], pairs[8];
         for (int r = 0; r < 8; ++r) rows[r] = c[r][v];
         transpose8(rows, pairs);
-        __m256i* dst = panel + (blk * F::kElems + g * F::kGroup + 16 * v) / 2;
-        for (int j = 0; j < 8; ++j) _mm256_store_si256(dst + j, pairs[j]);
+        const int64_t pair0 = (blk * F::kElems + g * F::kGroup + 16 * v) / 2;
+        for (int j = 0; j < 8; ++j) _mm256_store_si256(panel + (pair0 + j) * kHalves + half, pairs[j]);
       }
     }
   }
 }
 
-// P panels (8 rows each) times T tokens: per pair of values, P weight loads and T broadcasts feed
-// P * T vpmaddwd, so the broadcasts (a shuffle each) are shared by 8 * P rows. The int32 sums of a
-// group stay in registers; the float accumulators are touched once per group.
+// P panels times T tokens: per pair of values, P weight loads and T broadcasts feed P * T
+// multiply-adds, so the broadcasts are shared by P * kPanelRows rows. The int32 sums of a group stay
+// in registers; the float accumulators are touched once per group.
 template <class F, int P, int T>
-void panel_tile(const __m256i* const* panel, int64_t k, const Act16Row* x, float* const* y, const int* n) {
+void panel_tile(const PanelVec::I* const* panel, int64_t k, const Act16Row* x, float* const* y, const int* n) {
+  using W = PanelVec;
+  constexpr int R = kPanelRows;
   const int64_t groups = k / F::kGroup;
   const float* D[P];
   const float* M[P];
 #pragma GCC unroll 2
   for (int i = 0; i < P; ++i) {
     D[i] = reinterpret_cast<const float*>(panel[i] + k / 2);
-    M[i] = D[i] + 8 * groups;
+    M[i] = D[i] + R * groups;
   }
-  __m256 acc[P][T], accm[P][T];
+  typename W::V acc[P][T], accm[P][T];
 #pragma GCC unroll 8
-  for (int i = 0; i < P * T; ++i) acc[i / T][i % T] = accm[i / T][i % T] = _mm256_setzero_ps();
+  for (int i = 0; i < P * T; ++i) acc[i / T][i % T] = accm[i / T][i % T] = W::fzero();
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t e = g * F::kGroup, b = e / kQK;
-    __m256i s[P * T];
+    typename W::I s[P * T];
 #pragma GCC unroll 8
-    for (int i = 0; i < P * T; ++i) s[i] = _mm256_setzero_si256();
+    for (int i = 0; i < P * T; ++i) s[i] = W::zero();
     for (int j = 0; j < F::kGroup / 2; ++j) {
-      __m256i w[P];
+      typename W::I w[P];
 #pragma GCC unroll 2
-      for (int i = 0; i < P; ++i) w[i] = _mm256_load_si256(panel[i] + e / 2 + j);
+      for (int i = 0; i < P; ++i) w[i] = W::load(panel[i] + e / 2 + j);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         int32_t pair;
         std::memcpy(&pair, x[t].q + e + 2 * j, 4);
-        const __m256i xb = _mm256_set1_epi32(pair);
+        const typename W::I xb = W::broadcast(pair);
 #pragma GCC unroll 2
-        for (int i = 0; i < P; ++i) s[i * T + t] = madd_acc(s[i * T + t], w[i], xb);
+        for (int i = 0; i < P; ++i) s[i * T + t] = W::madd(s[i * T + t], w[i], xb);
       }
     }
 #pragma GCC unroll 2
     for (int i = 0; i < P; ++i) {
-      const __m256 d = _mm256_load_ps(D[i] + 8 * g);
+      const typename W::V d = W::loadf(D[i] + R * g);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i * T + t]), _mm256_mul_ps(d, _mm256_set1_ps(x[t].d[b])), acc[i][t]);
-        if constexpr (F::kSign != MinSign::none)
-          accm[i][t] = _mm256_fmadd_ps(_mm256_load_ps(M[i] + 8 * g), _mm256_set1_ps(x[t].s[b]), accm[i][t]);
+        acc[i][t] = W::fmadd(W::cvt(s[i * T + t]), W::mul(d, W::set1(x[t].d[b])), acc[i][t]);
+        if constexpr (F::kSign != MinSign::none) accm[i][t] = W::fmadd(W::loadf(M[i] + R * g), W::set1(x[t].s[b]), accm[i][t]);
       }
     }
   }
   for (int i = 0; i < P; ++i)
-    for (int t = 0; t < T; ++t) store_rows(y[t] + 8 * i, finish<F>(acc[i][t], accm[i][t]), n[i]);
+    for (int t = 0; t < T; ++t) {
+      typename W::V v = acc[i][t];
+      if constexpr (F::kSign == MinSign::add) v = W::add(v, accm[i][t]);
+      else if constexpr (F::kSign == MinSign::sub) v = W::sub(v, accm[i][t]);
+      W::store(y[t] + R * i, v, n[i]);
+    }
 }
 
-// Tokens from which repacking 8 rows into a panel pays for itself (measured with quant_bench).
+// Tokens from which repacking rows into a panel pays for itself (measured with quant_bench).
 inline constexpr int kPanelMinTokens = 6;  // rows8_tokens handles up to 5
 
 // Panels built at once: rows x k int16 kept within L2 (with the activation tile), reused for every
@@ -537,25 +589,29 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
     return;
   }
   thread_local std::vector<uint8_t> panel_mem;  // reused from call to call
+  constexpr int R = kPanelRows;
   const size_t one = panel_bytes<F>(k);
   const int64_t per_set = std::max<int64_t>(1, kPanelSetBytes / static_cast<int64_t>(one));
-  panel_mem.resize(one * static_cast<size_t>(std::min(per_set, (rows + 7) / 8)) + 32);
-  auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(panel_mem.data()) + 31) & ~uintptr_t{31});
-  auto panel = [&](int64_t i) { return reinterpret_cast<__m256i*>(base + i * one); };
-  for (int64_t s0 = 0; s0 < rows; s0 += per_set * 8) {
-    const int64_t n_panels = std::min(per_set, (rows - s0 + 7) / 8);
-    for (int64_t i = 0; i < n_panels; ++i) {
-      const uint8_t* p[8];
-      row_ptrs(s0 + 8 * i, static_cast<int>(std::min<int64_t>(8, rows - s0 - 8 * i)), p);
-      build_panel<F>(p, k, panel(i));
-    }
+  panel_mem.resize(one * static_cast<size_t>(std::min(per_set, (rows + R - 1) / R)) + 64);
+  auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(panel_mem.data()) + 63) & ~uintptr_t{63});
+  auto panel = [&](int64_t i) { return reinterpret_cast<PanelVec::I*>(base + i * one); };
+  for (int64_t s0 = 0; s0 < rows; s0 += per_set * R) {
+    const int64_t n_panels = std::min(per_set, (rows - s0 + R - 1) / R);
+    for (int64_t i = 0; i < n_panels; ++i)
+      for (int h = 0; h < kHalves; ++h) {
+        // A half past the last row repeats the half before it; its results are not stored.
+        const int64_t r0 = std::min(s0 + R * i + 8 * h, (rows - 1) / 8 * 8);
+        const uint8_t* p[8];
+        row_ptrs(r0, static_cast<int>(std::min<int64_t>(8, rows - r0)), p);
+        build_panel<F>(p, k, reinterpret_cast<__m256i*>(panel(i)), h);
+      }
     // Panels go in pairs (the last one alone if their number is odd); tokens in tiles of 4.
     for (int64_t i = 0; i < n_panels; i += 2) {
       const bool two = i + 1 < n_panels;
-      const __m256i* pp[2] = {panel(i), panel(two ? i + 1 : i)};
-      const int64_t r0 = s0 + 8 * i;
-      const int n[2] = {static_cast<int>(std::min<int64_t>(8, rows - r0)),
-                        two ? static_cast<int>(std::min<int64_t>(8, rows - r0 - 8)) : 0};
+      const PanelVec::I* pp[2] = {panel(i), panel(two ? i + 1 : i)};
+      const int64_t r0 = s0 + R * i;
+      const int n[2] = {static_cast<int>(std::min<int64_t>(R, rows - r0)),
+                        two ? static_cast<int>(std::min<int64_t>(R, rows - r0 - R)) : 0};
       for (int64_t t = 0; t < n_tok;) {
         const int64_t left = n_tok - t;
         auto tile = [&](auto pc, auto tc) {

@@ -29,7 +29,7 @@ struct SchedulerOptions {
   int parallel = 4;           // sequences generating at once
   int64_t n_ctx = 4096;       // positions per sequence
   ForwardOptions forward;     // as `run` uses them; forward.max_batch = rows of all sequences per step
-  int64_t prefill_chunk = 64; // prompt rows added to a step while other sequences decode
+  int64_t prefill_chunk = 256;  // prompt rows added to a step while other sequences decode
   int64_t max_queue = 64;     // jobs waiting for a slot; submit() refuses more
 };
 

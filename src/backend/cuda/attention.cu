@@ -48,38 +48,43 @@ __device__ __forceinline__ __half* cache_at(const DevSeq& s, int64_t layer, int 
   return s.kv + (((layer * 2 + kv) * n_kv + h) * s.n_ctx) * hd;
 }
 
-// One block per row: rotate q and k in place (pairs j of every head; the angle of pair j from the
-// row's position in double like CpuBackend's table, computed once per row into shared memory), then
+// Each row's rotation, once per step (the angle of pair j from the row's position in double like
+// CpuBackend's table): cos then sin of the n_rot/2 pairs, scaled, at angles + row * kRopeRowFloats.
+// The layers then only read it: computed in every layer it took a third of their rotation's time.
+__global__ void rope_angles_kernel(RopeDev r, StepDev st, float* angles) {
+  const int half = r.n_rot / 2;
+  const int64_t i = blockIdx.x;
+  const int64_t pos = st.pos[i];
+  for (int j = threadIdx.x; j < half; j += blockDim.x) {
+    const double d = static_cast<double>(r.n_rot);
+    double theta = static_cast<double>(pos) / r.linear * pow(r.base, -2.0 * j / d);
+    if (r.freq_factors) theta /= r.freq_factors[j];
+    if (r.yarn) {
+      const double ramp = 1.0 - fmin(fmax((j - r.lo) / fmax(0.001, r.hi - r.lo), 0.0), 1.0);
+      theta = theta / r.yarn_factor * (1 - ramp) + theta * ramp;
+    }
+    angles[i * kRopeRowFloats + j] = static_cast<float>(cos(theta) * r.mscale);
+    angles[i * kRopeRowFloats + half + j] = static_cast<float>(sin(theta) * r.mscale);
+  }
+}
+
+// One block per row: rotate q and k in place (pairs j of every head, with the row's angles), then
 // store k and v as halves at the row's position.
-constexpr int kMaxRotPairs = 256;  // n_rot <= 512 (checked on the host)
 __global__ void __launch_bounds__(1024) rope_store_kernel(float* q, float* k, const float* v, int64_t layer, int64_t n_head, int64_t n_kv,
-                                  int64_t hd, RopeDev r, StepDev st) {
-  __shared__ float cs[2][kMaxRotPairs];
+                                  int64_t hd, bool neox, int half, const float* angles, StepDev st) {
   const int64_t i = blockIdx.x;
   const int64_t pos = st.pos[i];
   float* qi = q + i * n_head * hd;
   float* ki = k + i * n_kv * hd;
-  if (r.on) {
-    const int half = r.n_rot / 2;
-    for (int j = threadIdx.x; j < half; j += blockDim.x) {
-      const double d = static_cast<double>(r.n_rot);
-      double theta = static_cast<double>(pos) / r.linear * pow(r.base, -2.0 * j / d);
-      if (r.freq_factors) theta /= r.freq_factors[j];
-      if (r.yarn) {
-        const double ramp = 1.0 - fmin(fmax((j - r.lo) / fmax(0.001, r.hi - r.lo), 0.0), 1.0);
-        theta = theta / r.yarn_factor * (1 - ramp) + theta * ramp;
-      }
-      cs[0][j] = static_cast<float>(cos(theta) * r.mscale);
-      cs[1][j] = static_cast<float>(sin(theta) * r.mscale);
-    }
-    __syncthreads();
+  if (angles) {
+    const float* cs = angles + i * kRopeRowFloats;
     for (int idx = threadIdx.x; idx < half * (n_head + n_kv); idx += blockDim.x) {
       const int j = idx % half;
       const int64_t h = idx / half;
-      const float c = cs[0][j], s = cs[1][j];
+      const float c = cs[j], s = cs[half + j];
       float* x = h < n_head ? qi + h * hd : ki + (h - n_head) * hd;
-      float& a = r.neox ? x[j] : x[2 * j];
-      float& b = r.neox ? x[j + half] : x[2 * j + 1];
+      float& a = neox ? x[j] : x[2 * j];
+      float& b = neox ? x[j + half] : x[2 * j + 1];
       const float a0 = a, b0 = b;
       a = a0 * c - b0 * s;
       b = a0 * s + b0 * c;
@@ -364,11 +369,19 @@ void with_head_dim(int64_t hd, L& launch) {
 
 }  // namespace
 
-void rope_store(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const StepDev& st, cudaStream_t s) {
-  if (p.rope && p.rope->n_rot > 2 * kMaxRotPairs)
-    fail_text("the CUDA backend rotates at most " + std::to_string(2 * kMaxRotPairs) + " dimensions per head; this model rotates " +
-              std::to_string(p.rope->n_rot));
-  rope_store_kernel<<<st.n_rows, 1024, 0, s>>>(q, k, v, layer, p.n_head, p.n_head_kv, p.head_dim, rope_dev(p.rope), st);
+void rope_angles(const RopeParams& rope, const StepDev& st, float* angles, cudaStream_t s) {
+  if (rope.n_rot > kRopeRowFloats)
+    fail_text("the CUDA backend rotates at most " + std::to_string(kRopeRowFloats) + " dimensions per head; this model rotates " +
+              std::to_string(rope.n_rot));
+  rope_angles_kernel<<<st.n_rows, static_cast<unsigned>(std::max<int64_t>(32, rope.n_rot / 2)), 0, s>>>(rope_dev(&rope), st, angles);
+  check_launch("rope_angles");
+}
+
+void rope_store(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const StepDev& st, const float* angles,
+                cudaStream_t s) {
+  const int half = p.rope ? static_cast<int>(p.rope->n_rot / 2) : 0;
+  const bool neox = p.rope && p.rope->layout == RopeParams::Layout::NeoX;
+  rope_store_kernel<<<st.n_rows, 1024, 0, s>>>(q, k, v, layer, p.n_head, p.n_head_kv, p.head_dim, neox, half, p.rope ? angles : nullptr, st);
   check_launch("rope_store");
 }
 

@@ -287,6 +287,7 @@ class CudaBackend final : public Backend {
     auto* dints = reinterpret_cast<const int32_t*>(dev + seq_bytes);
     step_ = gpu::StepDev{dints, dints + n, dints + 2 * n, reinterpret_cast<const gpu::DevSeq*>(dev), dints + 3 * n,
                          static_cast<int32_t>(n), static_cast<int32_t>(ns), static_cast<int32_t>(no), max_rows};
+    rope_tables_.clear();
   }
 
   // Decode-sized steps (they use no cuBLAS and no host round trip) are recorded the second time
@@ -361,7 +362,7 @@ class CudaBackend final : public Backend {
   void add(Act dst, Act src) override { gpu::add(dst.data, src.data, dst.n * dst.dim, stream_); }
   void scale(Act x, float s) override { gpu::scale(x.data, s, x.n * x.dim, stream_); }
   void attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) override {
-    gpu::rope_store(q.data, k.data, v.data, layer, p, step_, stream_);
+    gpu::rope_store(q.data, k.data, v.data, layer, p, step_, rope_angles(p), stream_);
     float* scratch = attn_scratch_.get<float>(gpu::attention_scratch_floats(p, step_));
     gpu::attention(q.data, layer, p, step_, scratch, out.data, stream_);
   }
@@ -410,6 +411,22 @@ class CudaBackend final : public Backend {
     if (it == events_.end()) fail("internal error: unknown event {}", e);
     return it->second;
   }
+  // The step's rotation angles for these RopeParams (equal in value across a model's layers, or of
+  // two kinds), computed by the first layer that needs them. Slots are kept in order of first use;
+  // past kRopeTables - 1 distinct ones, the last slot is recomputed at each use.
+  const float* rope_angles(const AttentionParams& p) {
+    if (!p.rope) return nullptr;
+    constexpr size_t kRopeTables = 4;
+    const int64_t per = static_cast<int64_t>(step_.n_rows) * gpu::kRopeRowFloats;
+    float* base = rope_scratch_.get<float>(static_cast<int64_t>(kRopeTables) * per);
+    const auto it = std::find(rope_tables_.begin(), rope_tables_.end(), *p.rope);
+    if (it != rope_tables_.end()) return base + (it - rope_tables_.begin()) * per;
+    float* t = base + static_cast<int64_t>(std::min(rope_tables_.size(), kRopeTables - 1)) * per;
+    if (rope_tables_.size() < kRopeTables - 1) rope_tables_.push_back(*p.rope);
+    gpu::rope_angles(*p.rope, step_, t, stream_);
+    return t;
+  }
+
   const int32_t* upload_ints(const int32_t* v, int64_t n) {
     int32_t* d = index_dev_.get<int32_t>(n);
     TS_CUDA(cudaMemcpyAsync(d, v, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
@@ -490,6 +507,8 @@ class CudaBackend final : public Backend {
   uint64_t recording_key_ = 0;
   // Scratch.
   PinnedScratch staging_;
+  Scratch rope_scratch_;
+  std::vector<RopeParams> rope_tables_;  // this step's, in rope_scratch_'s slots
   Scratch native_, attn_scratch_, half_a_, half_a_lo_, half_w_, index_dev_, weights_dev_;
   Scratch normed_, ffn_gate_, ffn_up_, ffn_act_;
   Scratch moe_logits_, moe_experts_, moe_weights_, moe_act_, moe_slots_;

@@ -34,6 +34,7 @@ struct DenseJob {  // matvec: rows of up to kMaxOuts matrices, each output row y
   int n_outs;
   int64_t pair_begin[kMaxOuts + 1];
   int n;  // tokens
+  __device__ const DenseJob& bind() const { return *this; }
   __device__ bool skip() const { return false; }
   __device__ const float* x_rows(const float* x, int64_t) const { return x; }
   __device__ int find(int64_t p) const {
@@ -62,20 +63,26 @@ struct DenseJob {  // matvec: rows of up to kMaxOuts matrices, each output row y
   }
 };
 
+// The routed-expert jobs: bind() reads the block's expert entry once (two dependent global loads),
+// before the rounds rather than in each.
 struct GateUpJob {  // routed experts: pair j = (gate row j, up row j) of the pair's expert
   MoeDev m;
   const int32_t* experts;
   float* act;  // [n*k][n_ff]
-  __device__ bool skip() const { return !m.table[experts[blockIdx.y]].gate; }  // another wave's expert
+  ExpertDev e;  // the block's expert, set by bind()
+  __device__ GateUpJob bind() const {
+    GateUpJob b = *this;
+    b.e = m.table[experts[blockIdx.y]];
+    return b;
+  }
+  __device__ bool skip() const { return !e.gate; }  // another wave's expert
   __device__ const float* x_rows(const float* x, int64_t ldx) const { return x + blockIdx.y / m.k * ldx; }
   __device__ void rows(int64_t j, const uint8_t* (&r)[2]) const {
-    const ExpertDev& e = m.table[experts[blockIdx.y]];
     r[0] = e.gate + j * m.gate_stride;
     r[1] = e.up + j * m.gate_stride;
   }
   template <int NT>
   __device__ void store(int64_t j, const float (&acc)[2][NT]) const {
-    const ExpertDev& e = m.table[experts[blockIdx.y]];
     const float g = acc[0][0] + (e.gate_bias ? e.gate_bias[j] : 0.0f);
     const float u = acc[1][0] + (e.up_bias ? e.up_bias[j] : 0.0f);
     act[blockIdx.y * m.n_ff + j] = glu_value(m.act, g, u);
@@ -86,16 +93,20 @@ struct DownJob {  // routed experts: rows 2p, 2p+1 of the pair's expert's down m
   MoeDev m;
   const int32_t* experts;
   float* slots;  // [n*k][n_embd]
-  __device__ bool skip() const { return !m.table[experts[blockIdx.y]].gate; }
+  ExpertDev e;   // the block's expert, set by bind()
+  __device__ DownJob bind() const {
+    DownJob b = *this;
+    b.e = m.table[experts[blockIdx.y]];
+    return b;
+  }
+  __device__ bool skip() const { return !e.gate; }
   __device__ const float* x_rows(const float* x, int64_t ldx) const { return x + blockIdx.y * ldx; }
   __device__ void rows(int64_t p, const uint8_t* (&r)[2]) const {
-    const ExpertDev& e = m.table[experts[blockIdx.y]];
     r[0] = e.down + 2 * p * m.down_stride;
     r[1] = 2 * p + 1 < m.n_embd ? r[0] + m.down_stride : nullptr;
   }
   template <int NT>
   __device__ void store(int64_t p, const float (&acc)[2][NT]) const {
-    const ExpertDev& e = m.table[experts[blockIdx.y]];
     for (int i = 0; i < 2 && 2 * p + i < m.n_embd; ++i)
       slots[blockIdx.y * m.n_embd + 2 * p + i] = acc[i][0] + (e.down_bias ? e.down_bias[2 * p + i] : 0.0f);
   }
@@ -134,12 +145,13 @@ __device__ void stage_x(const float* x, int64_t ldx, int n_valid, int64_t c0, in
 // The kernel shared by every job: rounds of one pair per warp (block-uniform trip counts, so the
 // barriers of multi-chunk rows line up), chunks of staged activations, two rows per warp.
 template <GgmlType T, int NT, class Job>
-__global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job job, const float* x, int64_t ldx, int n_valid, int64_t cols,
+__global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job unbound, const float* x, int64_t ldx, int n_valid, int64_t cols,
                                                           int64_t pairs) {
   using F = Fmt<T>;
   constexpr int CH = chunk_cols<NT>(), V = F::kValues;
   __shared__ float4 xs[NT * CH / 4];
   __shared__ float x16[NT * CH / 16];
+  const auto& job = unbound.bind();
   if (job.skip()) return;  // the whole block: its pair's expert is not in this call's table
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const RowLayout L = row_layout(T, cols);
@@ -196,12 +208,13 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job job, const float* x
 // warps' sums are added in a fixed order.
 constexpr int kSplitWarps = 8, kSplitUnits = 4;
 template <GgmlType T, class Job>
-__global__ void __launch_bounds__(kSplitWarps * 32) mv_split_kernel(Job job, const float* x, int64_t ldx, int64_t cols) {
+__global__ void __launch_bounds__(kSplitWarps * 32) mv_split_kernel(Job unbound, const float* x, int64_t ldx, int64_t cols) {
   using F = Fmt<T>;
   constexpr int CH = chunk_cols<1>(), V = F::kValues;
   __shared__ float4 xs[CH / 4];
   __shared__ float x16[CH / 16];
   __shared__ float part[kSplitWarps][2];
+  const auto& job = unbound.bind();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t p = blockIdx.x;
   const RowLayout L = row_layout(T, cols);
@@ -262,18 +275,36 @@ void with_type(GgmlType t, F&& f) {
   check_launch("matvec");
 }
 
-template <int NT, class Job>
-void launch_typed(GgmlType t, const Job& job, const float* x, int64_t ldx, int n_valid, int64_t cols, int64_t pairs,
-                  dim3 grid, cudaStream_t s) {
-  with_type(t, [&]<GgmlType T>() { mv_kernel<T, NT, Job><<<grid, kWarps * 32, 0, s>>>(job, x, ldx, n_valid, cols, pairs); });
+// Blocks of a kernel that fit on one multiprocessor at once (its registers decide: MXFP4's use 92).
+template <auto Kernel, int Threads>
+int resident_blocks() {
+  static const int n = [] {
+    int v = 0;
+    TS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, Kernel, Threads, 0));
+    return std::max(1, v);
+  }();
+  return n;
 }
 
-// Blocks for `pairs` rows pairs: single-chunk rows loop inside a block, so a few waves suffice.
-int64_t blocks_for(int64_t pairs, int64_t cols, int nt, int64_t share) {
+// Blocks for `pairs` row pairs, `share` grids side by side (the routed experts' (token, rank)
+// pairs): rows of one chunk loop inside a block, so one wave of resident blocks takes them all; more
+// blocks would only add a partial second wave.
+int64_t blocks_for(int64_t pairs, int64_t cols, int nt, int64_t share, int per_sm) {
   const int64_t need = ceil_div(pairs, kWarps);
   const int64_t ch = nt == 1 ? chunk_cols<1>() : chunk_cols<4>();
   if (cols > ch) return need;
-  return std::max<int64_t>(1, std::min<int64_t>(need, 8 * sm_count() / share));
+  return std::max<int64_t>(1, std::min<int64_t>(need, per_sm * sm_count() / share));
+}
+
+template <int NT, class Job>
+void launch_typed(GgmlType t, const Job& job, const float* x, int64_t ldx, int n_valid, int64_t cols, int64_t pairs,
+                  int64_t share, cudaStream_t s) {
+  with_type(t, [&]<GgmlType T>() {
+    constexpr auto kernel = mv_kernel<T, NT, Job>;
+    const int per_sm = resident_blocks<kernel, kWarps * 32>();
+    const dim3 grid(static_cast<unsigned>(blocks_for(pairs, cols, NT, share, per_sm)), static_cast<unsigned>(share));
+    kernel<<<grid, kWarps * 32, 0, s>>>(job, x, ldx, n_valid, cols, pairs);
+  });
 }
 
 }  // namespace
@@ -293,23 +324,18 @@ void matvec(const float* x, int64_t ldx, int64_t n, const MatOut* outs, int n_ou
     });
     return;
   }
-  const dim3 grid(static_cast<unsigned>(blocks_for(pairs, cols, n == 1 ? 1 : 4, 1)));
-  if (n == 1) launch_typed<1>(outs[0].w.type, job, x, ldx, 1, cols, pairs, grid, s);
-  else launch_typed<4>(outs[0].w.type, job, x, ldx, static_cast<int>(n), cols, pairs, grid, s);
+  if (n == 1) launch_typed<1>(outs[0].w.type, job, x, ldx, 1, cols, pairs, 1, s);
+  else launch_typed<4>(outs[0].w.type, job, x, ldx, static_cast<int>(n), cols, pairs, 1, s);
 }
 
 void moe_gate_up_mv(const float* x, int64_t n, const int32_t* experts, const MoeDev& m, float* act, cudaStream_t s) {
-  const GateUpJob job{m, experts, act};
-  const int64_t pairs = m.n_ff;
-  const dim3 grid(static_cast<unsigned>(blocks_for(pairs, m.n_embd, 1, n * m.k)), static_cast<unsigned>(n * m.k));
-  launch_typed<1>(m.gate_type, job, x, m.n_embd, 1, m.n_embd, pairs, grid, s);
+  const GateUpJob job{m, experts, act, {}};
+  launch_typed<1>(m.gate_type, job, x, m.n_embd, 1, m.n_embd, m.n_ff, n * m.k, s);
 }
 
 void moe_down_mv(const float* act, int64_t n, const int32_t* experts, const MoeDev& m, float* slots, cudaStream_t s) {
-  const DownJob job{m, experts, slots};
-  const int64_t pairs = ceil_div(m.n_embd, 2);
-  const dim3 grid(static_cast<unsigned>(blocks_for(pairs, m.n_ff, 1, n * m.k)), static_cast<unsigned>(n * m.k));
-  launch_typed<1>(m.down_type, job, act, m.n_ff, 1, m.n_ff, pairs, grid, s);
+  const DownJob job{m, experts, slots, {}};
+  launch_typed<1>(m.down_type, job, act, m.n_ff, 1, m.n_ff, ceil_div(m.n_embd, 2), n * m.k, s);
 }
 
 }  // namespace ts::gpu

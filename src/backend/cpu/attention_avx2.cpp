@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/simd_math_avx2.h"
@@ -21,10 +23,14 @@ inline __m256 reduce8(const __m256 (&a)[8]) {
   return _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
-template <bool F16>
-inline __m256 load8(const void* base, int64_t i) {
-  if constexpr (F16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + i)));
-  else return _mm256_loadu_ps(static_cast<const float*>(base) + i);
+// Keys j0..j1 of one head of an f16 cache as floats, [j - j0][hd] from out[0].
+inline void widen_block(const void* cache, int64_t width, int64_t off, int64_t hd, int64_t j0, int64_t j1, float* out) {
+  for (int64_t j = j0; j <= j1; ++j) {
+    const uint16_t* src = static_cast<const uint16_t*>(cache) + j * width + off;
+    float* dst = out + (j - j0) * hd;
+    for (int64_t i = 0; i < hd; i += 8)
+      _mm256_store_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  }
 }
 
 template <bool F16>
@@ -44,7 +50,24 @@ void chunk(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_h
     }
   }
   alignas(32) float prob[kAttnBlock];
+  // An f16 cache's block is widened to floats once for every row and head of the group (it was
+  // converted again in each): the same values in the same sums, so the same bytes.
+  thread_local std::vector<float> widened;
+  if constexpr (F16) widened.resize(static_cast<size_t>(2 * kAttnBlock * hd + 8));
+  float* const kf = F16 ? reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(widened.data()) + 31) & ~uintptr_t{31}) : nullptr;
+  float* const vf = F16 ? kf + kAttnBlock * hd : nullptr;
   for (int64_t b0 = lo_all / kAttnBlock * kAttnBlock; b0 <= hi_all; b0 += kAttnBlock) {
+    // key j's values at kb + (j - b0) * ks, its V row at vb + (j - b0) * ks
+    const float* kb = static_cast<const float*>(L.k) + (F16 ? 0 : b0 * L.width + off);
+    const float* vb = static_cast<const float*>(L.v) + (F16 ? 0 : b0 * L.width + off);
+    const int64_t ks = F16 ? hd : L.width;
+    if constexpr (F16) {
+      const int64_t j0 = std::max(b0, lo_all), j1 = std::min(b0 + kAttnBlock - 1, hi_all);
+      widen_block(L.k, L.width, off, hd, j0, j1, kf + (j0 - b0) * hd);
+      widen_block(L.v, L.width, off, hd, j0, j1, vf + (j0 - b0) * hd);
+      kb = kf;
+      vb = vf;
+    }
     for (int64_t r = 0; r < n_rows; ++r) {
       if (!rows[r].state) continue;
       const int64_t j_lo = std::max({b0, attn_first_key(L, rows[r].pos), c0});
@@ -61,9 +84,9 @@ void chunk(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_h
           __m256 acc[8];
           for (int u = 0; u < 8; ++u) {
             const int64_t j = b0 + 8 * g + u;
-            acc[u] = _mm256_mul_ps(_mm256_loadu_ps(q), load8<F16>(L.k, j * L.width + off));
-            for (int64_t v = 1; v < vecs; ++v)
-              acc[u] = _mm256_fmadd_ps(_mm256_loadu_ps(q + 8 * v), load8<F16>(L.k, j * L.width + off + 8 * v), acc[u]);
+            const float* kj = kb + (j - b0) * ks;
+            acc[u] = _mm256_mul_ps(_mm256_loadu_ps(q), _mm256_loadu_ps(kj));
+            for (int64_t v = 1; v < vecs; ++v) acc[u] = _mm256_fmadd_ps(_mm256_loadu_ps(q + 8 * v), _mm256_loadu_ps(kj + 8 * v), acc[u]);
           }
           const __m256i lane = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(b0 + 8 * g)),
                                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -92,7 +115,8 @@ void chunk(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_h
           for (int64_t v = 0; v < nv; ++v) o[v] = _mm256_mul_ps(_mm256_loadu_ps(so + 8 * (v0 + v)), a);
           for (int64_t j = j_lo; j <= j_hi; ++j) {
             const __m256 p = _mm256_set1_ps(prob[j - b0]);
-            for (int64_t v = 0; v < nv; ++v) o[v] = _mm256_fmadd_ps(p, load8<F16>(L.v, j * L.width + off + 8 * (v0 + v)), o[v]);
+            const float* vj = vb + (j - b0) * ks + 8 * v0;
+            for (int64_t v = 0; v < nv; ++v) o[v] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8 * v), o[v]);
           }
           for (int64_t v = 0; v < nv; ++v) _mm256_storeu_ps(so + 8 * (v0 + v), o[v]);
         }

@@ -127,6 +127,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
   __shared__ float qs[GM][HD];
   __shared__ float wm[kDecodeWarps][GM], wl[kDecodeWarps][GM];
   __shared__ float wacc[kDecodeWarps][GM][HD];
+  __shared__ float4 ps[kDecodeWarps][GM][8];  // the tile's weights p: [warp][head][key / 4]
   for (int e = threadIdx.x; e < G * HD; e += blockDim.x) qs[e / HD][e % HD] = q[i * a.n_head * HD + (kvh * G) * HD + e];
   __syncthreads();
   const DevSeq& s = st.seqs[st.seq[i]];
@@ -182,20 +183,35 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
       for (int e = 0; e < EPL; ++e) acc[g][e] *= corr;
       m[g] = mn;
     }
-    const int64_t n_here = k1 - t0 < 32 ? k1 - t0 : 32;
-    for (int j = 0; j < n_here; ++j) {
-      float vf[EPL];
-      const __half* vr = V + (t0 + j) * HD + lane * EPL;
+    // Each head's weights of the tile's keys go through shared memory, so that one broadcast read
+    // gives four keys' (a shuffle per head and key did); the sums keep their key order.
 #pragma unroll
-      for (int e = 0; e < EPL; ++e) vf[e] = __half2float(vr[e]);
+    for (int g = 0; g < GM; ++g)
+      if (g < G) reinterpret_cast<float*>(ps[warp][g])[lane] = p[g];
+    __syncwarp();
+    const int n_here = static_cast<int>(k1 - t0 < 32 ? k1 - t0 : 32);
+    for (int j4 = 0; j4 < n_here; j4 += 4) {
+      const int nj = n_here - j4 < 4 ? n_here - j4 : 4;
+      float vf[4][EPL];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const __half* vr = V + (t0 + j4 + (u < nj ? u : 0)) * HD + lane * EPL;
+#pragma unroll
+        for (int e = 0; e < EPL; ++e) vf[u][e] = __half2float(vr[e]);
+      }
 #pragma unroll
       for (int g = 0; g < GM; ++g) {
         if (g >= G) continue;
-        const float pj = __shfl_sync(0xffffffffu, p[g], j);
+        const float4 p4 = ps[warp][g][j4 / 4];
+        const float pj[4] = {p4.x, p4.y, p4.z, p4.w};
 #pragma unroll
-        for (int e = 0; e < EPL; ++e) acc[g][e] = fmaf(pj, vf[e], acc[g][e]);
+        for (int u = 0; u < 4; ++u)
+          if (u < nj)
+#pragma unroll
+            for (int e = 0; e < EPL; ++e) acc[g][e] = fmaf(pj[u], vf[u][e], acc[g][e]);
       }
     }
+    __syncwarp();  // the next tile rewrites ps
   }
   if (lane == 0)
 #pragma unroll

@@ -389,9 +389,15 @@ class CudaBackend final : public Backend {
   void select_output_rows(Act x, int64_t first, Act out) override {
     gpu::select_rows(x.data, x.dim, step_, first, out.data, out.n, stream_);
   }
+  // Through pinned memory: into pageable memory the driver stages the copy itself, in pieces (a
+  // decode step's 201,088 logits took 113-123 us of a 3.2 ms step on an H200's host; through the
+  // pinned buffer the 20b's tg128 went from 313 to 329 tok/s).
   void to_host(Act a, float* dst) override {
-    TS_CUDA(cudaMemcpyAsync(dst, a.data, a.n * a.dim * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    const size_t bytes = static_cast<size_t>(a.n * a.dim) * sizeof(float);
+    float* pinned = host_out_.get<float>(a.n * a.dim);
+    TS_CUDA(cudaMemcpyAsync(pinned, a.data, bytes, cudaMemcpyDeviceToHost, stream_));
     TS_CUDA(cudaStreamSynchronize(stream_));
+    std::memcpy(dst, pinned, bytes);
   }
 
  private:
@@ -498,6 +504,7 @@ class CudaBackend final : public Backend {
   void* step_dev_buf_ = nullptr;
   size_t step_dev_bytes_ = 0;
   PinnedScratch step_host_;
+  PinnedScratch host_out_;  // to_host's landing place
   cudaEvent_t step_uploaded_ = nullptr;
   gpu::StepDev step_;
   // Recorded steps by key.

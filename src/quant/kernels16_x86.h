@@ -202,9 +202,25 @@ struct Mxfp4 : Shape<layout::mxfp4_bytes, kQK, kQK, MinSign::none> {
     c[1] = _mm512_permutexvar_epi16(high4(w), table);
   }
 #endif
-  // e8m0_half for 8 rows: (e - 1) << 23, or 0x00200000 << e for the subnormal e = 0, 1.
+  // Decode without 512-bit tables: index i ^ 15 looks up value(i) + kBias (0..24), so the zero high
+  // byte of each index word looks up entry 0 (code 15, value -12 + 12 = 0) and the words come out
+  // as the biased values with no sign fix-up: 6 instructions per 32 values instead of 9, and half as
+  // many on the shuffle and shift ports. The caller takes kBias * sum(q) back from each block's exact
+  // integer sum, so the results keep their bytes.
+  static constexpr int kBias = 12;
+  static void biased_codes(const uint8_t* b, __m256i (&c)[2]) {
+    alignas(16) static constexpr int8_t kLut[16] = {0, 4, 6, 8, 9, 10, 11, 12, 24, 20, 18, 16, 15, 14, 13, 12};
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kLut)));
+    const __m256i w = widen_u8(b + layout::mxfp4_qs), m = _mm256_set1_epi16(0x0F);
+    c[0] = _mm256_shuffle_epi8(table, _mm256_andnot_si256(w, m));
+    c[1] = _mm256_shuffle_epi8(table, _mm256_andnot_si256(_mm256_srli_epi16(w, 4), m));
+  }
+  // e8m0_half for 8 rows: (e - 1) << 23, or 0x00200000 << e for the subnormal e = 0, 1. The 8 bytes
+  // are gathered in a general register (its ports are idle here), not lane by lane.
   static void factors8(const uint8_t* const* p, __m256* D, __m256*) {
-    const __m256i e = _mm256_setr_epi32(p[0][0], p[1][0], p[2][0], p[3][0], p[4][0], p[5][0], p[6][0], p[7][0]);
+    uint64_t bytes = 0;
+    for (int r = 0; r < 8; ++r) bytes |= static_cast<uint64_t>(p[r][0]) << (8 * r);
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes)));
     const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
     const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
     const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
@@ -339,20 +355,35 @@ inline void store_rows(float* y, __m256 v, int n) {
 
 // Rows p[0..7] (pointers to the rows' first blocks; unused rows repeat a valid one) times T
 // activation rows; writes the first n results of token t to y[t]. `ahead` (ahead_bytes long, or
-// null) is fetched into the cache meanwhile, a slice per block: the caller's next 8 rows. Rows of a few hundred bytes are too short
-// for the hardware prefetcher to learn 8 interleaved streams, and decode waits on memory otherwise.
+// null) is fetched into the cache meanwhile, a slice per block: the caller's next 8 rows. Rows of a
+// few hundred bytes are too short for the hardware prefetcher to learn 8 interleaved streams, and
+// decode waits on memory otherwise. Up to kAheadToL1Bytes the next rows go to L1, longer ones to L2
+// only: 8 rows of 2880 Q8_0 values (24 KiB) prefetched into a 32 KiB L1 evict the rows being read
+// (AVX2 host, one thread: quant_bench Matvecx16/Q8_0 13.7 -> 25.5 GB/s; synthesized 20b tg16 8.9 ->
+// 10.7 tok/s), while short rows gain from L1 (all to L2: SmolLM2's 2.9-4.9 KiB groups tg128 15-20%
+// slower, the mini's 8.7 KiB Q8_0 groups about 4%).
+inline constexpr size_t kAheadToL1Bytes = 16384;
+// Formats with biased_codes (their decode without codes2) need qsum[t][b] = kBias * (sum of token t's
+// q over block b).
+template <class F>
+constexpr bool kBiasedDecode = !TS_X86_WIDE && requires(__m256i (&c)[2]) { F::biased_codes(nullptr, c); };
+
 template <class F, int T>
-void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* const* y, int n, const uint8_t* ahead,
-                  size_t ahead_bytes) {
+void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, const int32_t* const* qsum, float* const* y, int n,
+                  const uint8_t* ahead, size_t ahead_bytes) {
   __m256 acc[T], accm[T];
   for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
   const int64_t n_blocks = k / F::kElems;
   // Formats with codes2 keep their accumulators' lanes in kPairOrder (rows 0, 2, 4, 6, 1, 3, 5, 7).
   [[maybe_unused]] constexpr bool kPairs = TS_X86_WIDE && requires(__m512i (&c)[F::kVecs]) { F::codes2(p[0], p[1], 0, c); };
   const size_t slice = ahead ? (ahead_bytes + static_cast<size_t>(n_blocks) - 1) / static_cast<size_t>(n_blocks) : 0;
+  const bool to_l2 = ahead_bytes > kAheadToL1Bytes;
   for (int64_t blk = 0; blk < n_blocks; ++blk) {
-    for (size_t o = 0; o < slice; o += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<size_t>(blk) * slice + o), _MM_HINT_T0);
+    for (size_t o = 0; o < slice; o += 64) {
+      const char* a = reinterpret_cast<const char*>(ahead + static_cast<size_t>(blk) * slice + o);
+      if (to_l2) _mm_prefetch(a, _MM_HINT_T1);
+      else _mm_prefetch(a, _MM_HINT_T0);
+    }
     const uint8_t* bp[8];
     for (int r = 0; r < 8; ++r) bp[r] = p[r] + blk * F::kBytes;
     __m256 D[F::kGroups], M[F::kGroups];
@@ -384,8 +415,13 @@ void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* 
       {
       for (int i = 0; i < 4; ++i) {
         __m256i c0[F::kVecs], c1[F::kVecs];
-        F::codes(bp[2 * i], g, c0);
-        F::codes(bp[2 * i + 1], g, c1);
+        if constexpr (kBiasedDecode<F>) {
+          F::biased_codes(bp[2 * i], c0);
+          F::biased_codes(bp[2 * i + 1], c1);
+        } else {
+          F::codes(bp[2 * i], g, c0);
+          F::codes(bp[2 * i + 1], g, c1);
+        }
         for (int t = 0; t < T; ++t) {
           const auto* xp = reinterpret_cast<const __m256i*>(x[t].q + e);
           __m256i xv = _mm256_loadu_si256(xp);
@@ -398,7 +434,10 @@ void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* 
           a[t][i] = reduce_pair(s0, s1);
         }
       }
-      for (int t = 0; t < T; ++t) sums[t] = reduce8_pairs(a[t]);
+      for (int t = 0; t < T; ++t) {
+        sums[t] = reduce8_pairs(a[t]);
+        if constexpr (kBiasedDecode<F>) sums[t] = _mm256_sub_epi32(sums[t], _mm256_set1_epi32(qsum[t][b]));
+      }
       }
       for (int t = 0; t < T; ++t) {
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(D[g], _mm256_set1_ps(x[t].d[b])), acc[t]);
@@ -565,6 +604,23 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
     for (int r = 0; r < 8; ++r) p[r] = W + (r0 + std::min(r, n - 1)) * ws;
   };
   if (n_tok < kPanelMinTokens) {
+    thread_local std::vector<int32_t> qsum_mem;  // kBias * sum(q) per token and block, when needed
+    const int32_t* qsum[kPanelMinTokens] = {};
+    if constexpr (kBiasedDecode<F>) {
+      const int64_t nb = k / kQK;
+      qsum_mem.resize(static_cast<size_t>(n_tok * nb));
+      for (int64_t t = 0; t < n_tok; ++t) {
+        const Act16Row xr = act16_row(X + t * xs, k);
+        int32_t* out = qsum_mem.data() + t * nb;
+        for (int64_t b = 0; b < nb; ++b) {
+          const auto* q = reinterpret_cast<const __m256i*>(xr.q + b * kQK);
+          const __m256i one = _mm256_set1_epi16(1);
+          out[b] = F::kBias * hsum_i32(_mm256_add_epi32(_mm256_madd_epi16(_mm256_loadu_si256(q), one),
+                                                        _mm256_madd_epi16(_mm256_loadu_si256(q + 1), one)));
+        }
+        qsum[t] = out;
+      }
+    }
     for (int64_t r0 = 0; r0 < rows; r0 += 8) {
       const int n = static_cast<int>(std::min<int64_t>(8, rows - r0));
       const uint8_t* p[8];
@@ -579,11 +635,11 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
       const uint8_t* next = more ? W + (r0 + 8) * ws : nullptr;
       const size_t next_bytes = more ? static_cast<size_t>(std::min<int64_t>(8, rows - r0 - 8)) * ws : 0;
       switch (n_tok) {
-        case 1: rows8_tokens<F, 1>(p, k, x, y, n, next, next_bytes); break;
-        case 2: rows8_tokens<F, 2>(p, k, x, y, n, next, next_bytes); break;
-        case 3: rows8_tokens<F, 3>(p, k, x, y, n, next, next_bytes); break;
-        case 4: rows8_tokens<F, 4>(p, k, x, y, n, next, next_bytes); break;
-        default: rows8_tokens<F, 5>(p, k, x, y, n, next, next_bytes); break;
+        case 1: rows8_tokens<F, 1>(p, k, x, qsum, y, n, next, next_bytes); break;
+        case 2: rows8_tokens<F, 2>(p, k, x, qsum, y, n, next, next_bytes); break;
+        case 3: rows8_tokens<F, 3>(p, k, x, qsum, y, n, next, next_bytes); break;
+        case 4: rows8_tokens<F, 4>(p, k, x, qsum, y, n, next, next_bytes); break;
+        default: rows8_tokens<F, 5>(p, k, x, qsum, y, n, next, next_bytes); break;
       }
     }
     return;

@@ -120,7 +120,7 @@ const bool registered = [] {
     for (Isa isa : kAllIsas) {
       const std::string suffix = std::string(type_name(t)) + "/" + isa_name(isa);
       for (bool act16 : {false, true})
-        for (int64_t n_tok : {1, 4, 64}) {
+        for (int64_t n_tok : {1, 4, 8, 64}) {
           const std::string name = (n_tok == 1 ? "Matvec" : "Matmul" + std::to_string(n_tok)) + (act16 ? "x16/" : "/") + suffix;
           benchmark::RegisterBenchmark(name.c_str(), run, t, isa, n_tok, act16)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
         }

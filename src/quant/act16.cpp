@@ -11,7 +11,7 @@
 namespace ts::quant {
 
 size_t act16_bytes(int64_t n) {
-  const size_t bytes = static_cast<size_t>(n) * 2 + static_cast<size_t>(n / kQK) * 8;
+  const size_t bytes = static_cast<size_t>(n) * 2 + static_cast<size_t>(n / kQK) * 12;
   return (bytes + 63) / 64 * 64;  // rows stay 64-byte aligned in a buffer of several rows
 }
 
@@ -20,17 +20,19 @@ void quantize_act16(const float* x, void* dst, int64_t n) {
   auto* p = static_cast<uint8_t*>(dst);
   auto* d = reinterpret_cast<float*>(p + 2 * n);
   const Act16Fn f = active_kernels().quantize16;
-  (f ? f : quantize_act16_ref)(x, n / kQK, reinterpret_cast<int16_t*>(p), d, d + n / kQK);
+  (f ? f : quantize_act16_ref)(x, n / kQK, reinterpret_cast<int16_t*>(p), d, d + n / kQK,
+                               reinterpret_cast<int32_t*>(d + 2 * (n / kQK)));
 }
 
 void quantize_act16_block(const float* x32, void* row, int64_t n, int64_t b) {
   auto* p = static_cast<uint8_t*>(row);
   auto* d = reinterpret_cast<float*>(p + 2 * n);
   const Act16Fn f = active_kernels().quantize16;
-  (f ? f : quantize_act16_ref)(x32, 1, reinterpret_cast<int16_t*>(p) + b * kQK, d + b, d + n / kQK + b);
+  (f ? f : quantize_act16_ref)(x32, 1, reinterpret_cast<int16_t*>(p) + b * kQK, d + b, d + n / kQK + b,
+                               reinterpret_cast<int32_t*>(d + 2 * (n / kQK)) + b);
 }
 
-void quantize_act16_ref(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s) {
+void quantize_act16_ref(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s, int32_t* sum) {
   for (int64_t b = 0; b < n_blocks; ++b, x += kQK, q += kQK) {
     float amax = 0;
     bool finite = true;
@@ -41,16 +43,18 @@ void quantize_act16_ref(const float* x, int64_t n_blocks, int16_t* q, float* d, 
     if (!finite) {  // propagate: the products of this block become NaN, and the caller sees it
       std::memset(q, 0, kQK * sizeof(int16_t));
       d[b] = s[b] = NAN;
+      sum[b] = 0;
       continue;
     }
     const float id = amax != 0 ? static_cast<float>(kAct16Max) / amax : 0.0f;
-    int32_t sum = 0;
+    int32_t qs = 0;
     for (int j = 0; j < kQK; ++j) {
       q[j] = static_cast<int16_t>(std::nearbyint(x[j] * id));
-      sum += q[j];
+      qs += q[j];
     }
     d[b] = amax / static_cast<float>(kAct16Max);
-    s[b] = d[b] * static_cast<float>(sum);
+    s[b] = d[b] * static_cast<float>(qs);
+    sum[b] = qs;
   }
 }
 

@@ -1,4 +1,5 @@
-// Internal: the int16 activation row layout of kernels.h (int16 q[n], float d[n/32], float s[n/32])
+// Internal: the int16 activation row layout of kernels.h (int16 q[n], float d[n/32], float s[n/32],
+// int32 sum[n/32])
 // and the per-group view of weight blocks that defines the int16 products. Shared by the scalar
 // table (the definition) and the vector tables (which must match it bit for bit).
 #pragma once
@@ -15,15 +16,16 @@ struct Act16Row {
   const int16_t* q;
   const float* d;
   const float* s;
+  const int32_t* sum;  // each block's sum of q, exact
 };
 inline Act16Row act16_row(const uint8_t* p, int64_t n) {
   const auto* d = reinterpret_cast<const float*>(p + 2 * n);
-  return {reinterpret_cast<const int16_t*>(p), d, d + n / kQK};
+  return {reinterpret_cast<const int16_t*>(p), d, d + n / kQK, reinterpret_cast<const int32_t*>(d + 2 * (n / kQK))};
 }
 
 // The scalar definition of quantize_act16 (kernels.h) over n_blocks blocks; vector versions give the
 // same bytes.
-void quantize_act16_ref(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s);
+void quantize_act16_ref(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s, int32_t* sum);
 
 // How the offset of a format enters the result (see kernels.h): y = acc + accm, acc - accm or acc.
 enum class MinSign { none, add, sub };

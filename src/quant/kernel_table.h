@@ -17,8 +17,9 @@ inline constexpr std::array<Isa, 4> kAllIsas{Isa::scalar, Isa::avx2, Isa::avx512
 using MatmulFn = void (*)(const uint8_t* W, size_t row_stride, int64_t rows, int64_t k, const uint8_t* xq,
                           size_t xq_stride, int64_t n_tok, float* Y, size_t y_stride);
 using DequantFn = void (*)(const uint8_t* src, float* dst, int64_t n);
-// quantize_act16's contract for n_blocks blocks of 32 values: codes to q, scales to d, sums to s.
-using Act16Fn = void (*)(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s);
+// quantize_act16's contract for n_blocks blocks of 32 values: codes to q, scales to d, scaled sums to
+// s, the codes' integer sums to sum.
+using Act16Fn = void (*)(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s, int32_t* sum);
 
 inline constexpr size_t kMaxType = 40;  // ggml type ids are below this
 

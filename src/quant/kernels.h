@@ -52,7 +52,8 @@ void matmul(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t 
 //   y = acc + accm (_1), acc - accm (_K), acc (others)
 // where xd[b] and xs[b] = xd[b] * sum(xq of block b) come with the activation row.
 //
-// Row layout (act16_bytes(n) bytes, n a multiple of 32): int16 q[n], float d[n/32], float s[n/32].
+// Row layout (act16_bytes(n) bytes, n a multiple of 32): int16 q[n], float d[n/32], float s[n/32],
+// int32 sum[n/32] (sum(xq of block b), which kernels that decode weights with an offset take back).
 size_t act16_bytes(int64_t n);
 void quantize_act16(const float* x, void* dst, int64_t n);
 // Block b (values 32b .. 32b + 31, from x32) of an activation row of n values at `row`: for a

@@ -305,7 +305,7 @@ struct Q6_K : Shape<layout::q6_k_bytes, kQKK, 16, MinSign::none> {
 // --- activations ---------------------------------------------------------------------------------
 // quantize_act16_ref with vectors: the same float operations per value (|x| max, one division, one
 // product rounded to nearest even), so the same bytes.
-inline void quantize(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s) {
+inline void quantize(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s, int32_t* sum) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   for (int64_t b = 0; b < n_blocks; ++b, x += kQK, q += kQK) {
     __m256 v[4], amax = _mm256_setzero_ps();
@@ -322,6 +322,7 @@ inline void quantize(const float* x, int64_t n_blocks, int16_t* q, float* d, flo
     if (_mm256_movemask_ps(nan) != 0 || !std::isfinite(a)) {
       std::memset(q, 0, kQK * sizeof(int16_t));
       d[b] = s[b] = NAN;
+      sum[b] = 0;
       continue;
     }
     const __m256 id = _mm256_set1_ps(a != 0 ? static_cast<float>(kAct16Max) / a : 0.0f);
@@ -333,8 +334,9 @@ inline void quantize(const float* x, int64_t n_blocks, int16_t* q, float* d, flo
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), p0);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 16), p1);
     const __m256i sum4 = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+    sum[b] = hsum_i32(sum4);
     d[b] = a / static_cast<float>(kAct16Max);
-    s[b] = d[b] * static_cast<float>(hsum_i32(sum4));
+    s[b] = d[b] * static_cast<float>(sum[b]);
   }
 }
 
@@ -363,14 +365,14 @@ inline void store_rows(float* y, __m256 v, int n) {
 // 10.7 tok/s), while short rows gain from L1 (all to L2: SmolLM2's 2.9-4.9 KiB groups tg128 15-20%
 // slower, the mini's 8.7 KiB Q8_0 groups about 4%).
 inline constexpr size_t kAheadToL1Bytes = 16384;
-// Formats with biased_codes (their decode without codes2) need qsum[t][b] = kBias * (sum of token t's
-// q over block b).
+// Formats with biased_codes (where there is no codes2) decode and build panels with them, and take
+// kBias * (the activation block's sum of q) back from each block's sum.
 template <class F>
 constexpr bool kBiasedDecode = !TS_X86_WIDE && requires(__m256i (&c)[2]) { F::biased_codes(nullptr, c); };
 
 template <class F, int T>
-void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, const int32_t* const* qsum, float* const* y, int n,
-                  const uint8_t* ahead, size_t ahead_bytes) {
+void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* const* y, int n, const uint8_t* ahead,
+                  size_t ahead_bytes) {
   __m256 acc[T], accm[T];
   for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
   const int64_t n_blocks = k / F::kElems;
@@ -436,7 +438,7 @@ void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, const i
       }
       for (int t = 0; t < T; ++t) {
         sums[t] = reduce8_pairs(a[t]);
-        if constexpr (kBiasedDecode<F>) sums[t] = _mm256_sub_epi32(sums[t], _mm256_set1_epi32(qsum[t][b]));
+        if constexpr (kBiasedDecode<F>) sums[t] = _mm256_sub_epi32(sums[t], _mm256_set1_epi32(F::kBias * x[t].sum[b]));
       }
       }
       for (int t = 0; t < T; ++t) {
@@ -468,6 +470,7 @@ struct PanelVec {
   static I broadcast(int32_t v) { return _mm512_set1_epi32(v); }
   static I zero() { return _mm512_setzero_si512(); }
   static I madd(I acc, I a, I b) { return madd_acc(acc, a, b); }
+  static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static V fzero() { return _mm512_setzero_ps(); }
   static V loadf(const float* p) { return _mm512_load_ps(p); }
   static V set1(float v) { return _mm512_set1_ps(v); }
@@ -486,7 +489,15 @@ struct PanelVec {
   static I load(const I* p) { return _mm256_load_si256(p); }
   static I broadcast(int32_t v) { return _mm256_set1_epi32(v); }
   static I zero() { return _mm256_setzero_si256(); }
-  static I madd(I acc, I a, I b) { return madd_acc(acc, a, b); }
+  // The sum is written in place: with 8 accumulators, 2 weight vectors and 4 broadcasts in 16
+  // registers, GCC 12 otherwise adds into the product's register and copies it back, 8 copies in
+  // 33 instructions per pair (quant_bench Matmul64x16 Q4_1 and MXFP4 +10-15% without them).
+  static I madd(I acc, I a, I b) {
+    const I p = _mm256_madd_epi16(a, b);
+    asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(p));
+    return acc;
+  }
+  static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static V fzero() { return _mm256_setzero_ps(); }
   static V loadf(const float* p) { return _mm256_load_ps(p); }
   static V set1(float v) { return _mm256_set1_ps(v); }
@@ -507,7 +518,9 @@ size_t panel_bytes(int64_t k) {
   return static_cast<size_t>(k / 2 + groups * (F::kSign == MinSign::none ? 1 : 2)) * sizeof(typename PanelVec::I);
 }
 
-// Rows p[0..7] into 8-row half `half` of a panel.
+// Rows p[0..7] into 8-row half `half` of a panel; with kBiasedDecode<F>, their values plus F::kBias
+// (fewer instructions to build, one subtraction per group and token in panel_tile: quant_bench
+// Matmul8x16/MXFP4/avx2 +11%, Matmul64x16 +11%).
 template <class F>
 void build_panel(const uint8_t* const* p, int64_t k, __m256i* panel, int half) {
   const int64_t groups = k / F::kGroup;
@@ -523,7 +536,10 @@ void build_panel(const uint8_t* const* p, int64_t k, __m256i* panel, int half) {
       _mm256_store_ps(reinterpret_cast<float*>(D + gi * kHalves + half), d[g]);
       if constexpr (F::kSign != MinSign::none) _mm256_store_ps(reinterpret_cast<float*>(M + gi * kHalves + half), m[g]);
       __m256i c[8][F::kVecs];
-      for (int r = 0; r < 8; ++r) F::codes(bp[r], g, c[r]);
+      for (int r = 0; r < 8; ++r) {
+        if constexpr (kBiasedDecode<F>) F::biased_codes(bp[r], c[r]);
+        else F::codes(bp[r], g, c[r]);
+      }
       for (int v = 0; v < F::kVecs; ++v) {
         __m256i rows[8], pairs[8];
         for (int r = 0; r < 8; ++r) rows[r] = c[r][v];
@@ -576,6 +592,7 @@ void panel_tile(const PanelVec::I* const* panel, int64_t k, const Act16Row* x, f
       const typename W::V d = W::loadf(D[i] + R * g);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
+        if constexpr (kBiasedDecode<F>) s[i * T + t] = W::sub(s[i * T + t], W::broadcast(F::kBias * x[t].sum[b]));
         acc[i][t] = W::fmadd(W::cvt(s[i * T + t]), W::mul(d, W::set1(x[t].d[b])), acc[i][t]);
         if constexpr (F::kSign != MinSign::none) accm[i][t] = W::fmadd(W::loadf(M[i] + R * g), W::set1(x[t].s[b]), accm[i][t]);
       }
@@ -604,23 +621,6 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
     for (int r = 0; r < 8; ++r) p[r] = W + (r0 + std::min(r, n - 1)) * ws;
   };
   if (n_tok < kPanelMinTokens) {
-    thread_local std::vector<int32_t> qsum_mem;  // kBias * sum(q) per token and block, when needed
-    const int32_t* qsum[kPanelMinTokens] = {};
-    if constexpr (kBiasedDecode<F>) {
-      const int64_t nb = k / kQK;
-      qsum_mem.resize(static_cast<size_t>(n_tok * nb));
-      for (int64_t t = 0; t < n_tok; ++t) {
-        const Act16Row xr = act16_row(X + t * xs, k);
-        int32_t* out = qsum_mem.data() + t * nb;
-        for (int64_t b = 0; b < nb; ++b) {
-          const auto* q = reinterpret_cast<const __m256i*>(xr.q + b * kQK);
-          const __m256i one = _mm256_set1_epi16(1);
-          out[b] = F::kBias * hsum_i32(_mm256_add_epi32(_mm256_madd_epi16(_mm256_loadu_si256(q), one),
-                                                        _mm256_madd_epi16(_mm256_loadu_si256(q + 1), one)));
-        }
-        qsum[t] = out;
-      }
-    }
     for (int64_t r0 = 0; r0 < rows; r0 += 8) {
       const int n = static_cast<int>(std::min<int64_t>(8, rows - r0));
       const uint8_t* p[8];
@@ -635,11 +635,11 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
       const uint8_t* next = more ? W + (r0 + 8) * ws : nullptr;
       const size_t next_bytes = more ? static_cast<size_t>(std::min<int64_t>(8, rows - r0 - 8)) * ws : 0;
       switch (n_tok) {
-        case 1: rows8_tokens<F, 1>(p, k, x, qsum, y, n, next, next_bytes); break;
-        case 2: rows8_tokens<F, 2>(p, k, x, qsum, y, n, next, next_bytes); break;
-        case 3: rows8_tokens<F, 3>(p, k, x, qsum, y, n, next, next_bytes); break;
-        case 4: rows8_tokens<F, 4>(p, k, x, qsum, y, n, next, next_bytes); break;
-        default: rows8_tokens<F, 5>(p, k, x, qsum, y, n, next, next_bytes); break;
+        case 1: rows8_tokens<F, 1>(p, k, x, y, n, next, next_bytes); break;
+        case 2: rows8_tokens<F, 2>(p, k, x, y, n, next, next_bytes); break;
+        case 3: rows8_tokens<F, 3>(p, k, x, y, n, next, next_bytes); break;
+        case 4: rows8_tokens<F, 4>(p, k, x, y, n, next, next_bytes); break;
+        default: rows8_tokens<F, 5>(p, k, x, y, n, next, next_bytes); break;
       }
     }
     return;

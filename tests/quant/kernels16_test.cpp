@@ -69,27 +69,27 @@ TEST(Act16, VectorQuantizersMatchTheDefinition) {
   std::vector<uint8_t> ref(act16_bytes(n)), got(act16_bytes(n));
   auto fields = [&](std::vector<uint8_t>& buf) {
     auto* d = reinterpret_cast<float*>(buf.data() + 2 * n);
-    return std::make_tuple(reinterpret_cast<int16_t*>(buf.data()), d, d + n / 32);
+    return std::make_tuple(reinterpret_cast<int16_t*>(buf.data()), d, d + n / 32, reinterpret_cast<int32_t*>(d + n / 16));
   };
   {
-    auto [q, d, s] = fields(ref);
-    quantize_act16_ref(x.data(), n / 32, q, d, s);
+    auto [q, d, s, sum] = fields(ref);
+    quantize_act16_ref(x.data(), n / 32, q, d, s, sum);
   }
   for (Isa isa : test::supported_isas()) {
     const Act16Fn f = kernels_for(isa).quantize16;
     if (!f) continue;
     SCOPED_TRACE(isa_name(isa));
     std::fill(got.begin(), got.end(), 0xAB);
-    auto [q, d, s] = fields(got);
-    f(x.data(), n / 32, q, d, s);
-    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), size_t(n) * 2 + size_t(n / 32) * 8));
+    auto [q, d, s, sum] = fields(got);
+    f(x.data(), n / 32, q, d, s, sum);
+    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), size_t(n) * 2 + size_t(n / 32) * 12));
   }
   // Block by block (as a producer of 32 values at a time writes it) gives the same row.
   std::fill(got.begin(), got.end(), 0xAB);
   for (int64_t b = n / 32 - 1; b >= 0; --b) quantize_act16_block(x.data() + 32 * b, got.data(), n, b);
   std::vector<uint8_t> whole(act16_bytes(n));
   quantize_act16(x.data(), whole.data(), n);
-  EXPECT_EQ(0, std::memcmp(whole.data(), got.data(), size_t(n) * 2 + size_t(n / 32) * 8));
+  EXPECT_EQ(0, std::memcmp(whole.data(), got.data(), size_t(n) * 2 + size_t(n / 32) * 12));
 }
 
 struct Problem {

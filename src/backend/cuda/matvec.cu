@@ -1,8 +1,10 @@
 // Products of weight rows with a few activation rows (decode, small batches, routed experts one
-// (token, rank) at a time), with exact f32 activations. A block stages the activations in shared
-// memory (quant_dot.cuh) and each warp takes two weight rows at a time: its lanes walk the rows'
+// (token, rank) at a time). A block stages the activations in shared memory (as f32, or as 16-bit
+// integers for the formats with int8 products: quant_dot.cuh) and each warp takes two weight rows at a time: its lanes walk the rows'
 // 16-byte units, so a warp reads 512 contiguous bytes of each row per step. Each output is one
 // warp's fixed-order sum: the bytes do not depend on the grid.
+#include <type_traits>
+
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/quant_dot.cuh"
@@ -142,6 +144,67 @@ __device__ void stage_x(const float* x, int64_t ldx, int n_valid, int64_t c0, in
   }
 }
 
+// Stages columns [c0, c0 + len) of the NT activation rows for F's int8 products (QView; zeros past
+// n_valid): per 32 values d = amax / 32639 and q = rint(x / d), split as h = (q + 128) >> 8 and
+// l = q - 256 h. Starts and ends with a barrier.
+template <class F, int NT>
+__device__ void stage_q(const float* x, int64_t ldx, int n_valid, int64_t c0, int len, uint4* q, float* d) {
+  constexpr int CH = chunk_cols<NT>(), V = F::kValues, P = V / 8, UC = CH / V;
+  __syncthreads();
+  const int groups = len / 32;
+  for (int i = threadIdx.x; i < NT * groups; i += blockDim.x) {
+    const int t = i / groups, g = i % groups;
+    float v[32];
+    const float4* src = reinterpret_cast<const float4*>(x + t * ldx + c0 + 32 * g);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float4 f = t < n_valid ? src[j] : make_float4(0, 0, 0, 0);
+      v[4 * j] = f.x;
+      v[4 * j + 1] = f.y;
+      v[4 * j + 2] = f.z;
+      v[4 * j + 3] = f.w;
+    }
+    float amax = 0;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) amax = fmaxf(amax, fabsf(v[j]));
+    const float inv = amax > 0 ? 32639.0f / amax : 0.0f;
+    d[t * (CH / 32) + g] = amax / 32639.0f;
+    uint32_t hw[8] = {}, lw[8] = {};
+#pragma unroll
+    for (int b = 0; b < 32; ++b) {
+      const int qi = __float2int_rn(v[b / V * V + F::qval(b % V)] * inv);
+      const int h = (qi + 128) >> 8, l = qi - 256 * h;
+      hw[b / 4] |= static_cast<uint32_t>(h & 0xFF) << (8 * (b % 4));
+      lw[b / 4] |= static_cast<uint32_t>(l & 0xFF) << (8 * (b % 4));
+    }
+#pragma unroll
+    for (int k = 0; k < 32 / V; ++k)
+#pragma unroll
+      for (int p = 0; p < V / 16; ++p) {
+        const int u = g * (32 / V) + k, w = k * (V / 4) + 4 * p;
+        q[(t * P + p) * UC + u] = make_uint4(hw[w], hw[w + 1], hw[w + 2], hw[w + 3]);
+        q[(t * P + V / 16 + p) * UC + u] = make_uint4(lw[w], lw[w + 1], lw[w + 2], lw[w + 3]);
+      }
+  }
+  __syncthreads();
+}
+
+// Token t's view of the staged chunk and the staging itself, for F's kind of activations. The int8
+// kind uses half of xs for its bytes and x16 for its scales.
+template <class F>
+using ViewOf = std::conditional_t<Int8Dot<F>, QView, XView>;
+template <class F, int NT>
+__device__ ViewOf<F> view(float4* xs, float* x16, int t) {
+  constexpr int CH = chunk_cols<NT>();
+  if constexpr (Int8Dot<F>) return QView{reinterpret_cast<const uint4*>(xs) + t * (CH / 8), x16 + t * (CH / 32), CH / F::kValues};
+  else return XView{xs + t * (CH / 4), x16 + t * (CH / 16)};
+}
+template <GgmlType T, int NT>
+__device__ void stage(const float* x, int64_t ldx, int n_valid, int64_t c0, int len, float4* xs, float* x16) {
+  if constexpr (Int8Dot<Fmt<T>>) stage_q<Fmt<T>, NT>(x, ldx, n_valid, c0, len, reinterpret_cast<uint4*>(xs), x16);
+  else stage_x<T, NT>(x, ldx, n_valid, c0, len, xs, x16);
+}
+
 // The kernel shared by every job: rounds of one pair per warp (block-uniform trip counts, so the
 // barriers of multi-chunk rows line up), chunks of staged activations, two rows per warp.
 template <GgmlType T, int NT, class Job>
@@ -156,11 +219,11 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job unbound, const floa
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const RowLayout L = row_layout(T, cols);
   x = job.x_rows(x, ldx);  // the routed-expert jobs: the row of the block's (token, rank) pair
-  XView xv[NT];
+  ViewOf<F> xv[NT];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) xv[t] = XView{xs + t * (CH / 4), x16 + t * (CH / 16)};
+  for (int t = 0; t < NT; ++t) xv[t] = view<F, NT>(xs, x16, t);
   const bool one_chunk = cols <= CH;
-  if (one_chunk) stage_x<T, NT>(x, ldx, n_valid, 0, static_cast<int>(cols), xs, x16);
+  if (one_chunk) stage<T, NT>(x, ldx, n_valid, 0, static_cast<int>(cols), xs, x16);
   const int64_t per_round = static_cast<int64_t>(gridDim.x) * kWarps;
   const int64_t rounds = (pairs + per_round - 1) / per_round;
   for (int64_t round = 0; round < rounds; ++round) {
@@ -171,7 +234,7 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job unbound, const floa
     float acc[2][NT] = {};
     for (int64_t c0 = 0; c0 < cols; c0 += CH) {
       const int len = static_cast<int>(cols - c0 < CH ? cols - c0 : CH);
-      if (!one_chunk) stage_x<T, NT>(x, ldx, n_valid, c0, len, xs, x16);
+      if (!one_chunk) stage<T, NT>(x, ldx, n_valid, c0, len, xs, x16);
       if (!valid) continue;
       const int units = len / V;
       const int64_t u0 = c0 / V;
@@ -220,8 +283,8 @@ __global__ void __launch_bounds__(kSplitWarps * 32) mv_split_kernel(Job unbound,
   const RowLayout L = row_layout(T, cols);
   const uint8_t* r[2] = {nullptr, nullptr};
   job.rows(p, r);
-  stage_x<T, 1>(x, ldx, 1, 0, static_cast<int>(cols), xs, x16);
-  const XView xv[1] = {XView{xs, x16}};
+  stage<T, 1>(x, ldx, 1, 0, static_cast<int>(cols), xs, x16);
+  const ViewOf<F> xv[1] = {view<F, 1>(xs, x16, 0)};
   const int units = static_cast<int>(cols / V);
   float acc[2][1] = {};
   for (int ul = threadIdx.x; ul < units; ul += kSplitWarps * 32 * kSplitUnits) {

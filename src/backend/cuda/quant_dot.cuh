@@ -1,12 +1,18 @@
-// Dot products of repacked weight rows (weight_layout.h) with f32 activations, for the matvec
-// kernels. A lane takes one 16-byte "unit" of a row's lo plane at a time (32 values of the 4-bit
-// formats, 16 of Q8_0, 8 of F16/BF16, 4 of F32) plus its few hi/aux bytes.
+// Dot products of repacked weight rows (weight_layout.h) with activations, for the matvec kernels.
+// A lane takes one 16-byte "unit" of a row's lo plane at a time (32 values of the 4-bit formats, 16
+// of Q8_0, 8 of F16/BF16, 4 of F32) plus its few hi/aux bytes.
 //
-// Integer values become floats without a conversion instruction (those run at 1/8 of the FMA
-// rate): a byte n < 128 is placed into the mantissa of 0.5 with one byte permute, giving exactly
-// 0.5 + n/256. A group's S = sum (0.5 + n_i/256) x_i then yields sum n_i x_i = 256 S - 128 X, where
-// X = sum x_i is precomputed once per 16 activations. The small cancellation costs ~1e-5 relative
-// (activations stay f32; llama.cpp rounds them to 8 bits).
+// MXFP4 and Q8_0 (the bulk of gpt-oss) multiply bytes with dp4a: the activations are staged as a
+// 16-bit integer per value and a scale per 32 values (QView), split into two signed bytes so that
+// two dp4a give the exact integer dot of a word; one conversion and one FMA per unit then apply the
+// scales. That is about 2.3 instructions per weight value against 4 to 5 for the f32 products below.
+// The 16-bit activations cost ~2e-5 relative (llama.cpp rounds them to 8 bits).
+//
+// The other formats keep f32 activations (XView). Integer values become floats without a
+// conversion instruction (those run at 1/8 of the FMA rate): a byte n < 128 is placed into the
+// mantissa of 0.5 with one byte permute, giving exactly 0.5 + n/256. A group's
+// S = sum (0.5 + n_i/256) x_i then yields sum n_i x_i = 256 S - 128 X, where X = sum x_i is
+// precomputed once per 16 activations. The small cancellation costs ~1e-5 relative.
 #pragma once
 #include <cuda_fp16.h>
 
@@ -41,11 +47,25 @@ struct XView {
   const float* x16;  // sums of 16 consecutive values
 };
 
-// MXFP4's values doubled plus 12 (0..24), as bytes: codes 0..7 in T01, 8..15 in T23.
+// The activations of a chunk for the int8 products: per 32 values a scale d and integers
+// q = 256 h + l (|q| <= 32639, h and l signed bytes). A unit's bytes are stored in the order its
+// weight bytes come out of the format's decoding (Fmt::qval) as parts of 16 bytes: its V/16 parts
+// of h, then its V/16 parts of l, part p of unit u at q[p * stride + u] (a warp's lanes read 512
+// contiguous bytes).
+struct QView {
+  const uint4* q;
+  const float* d;  // one per 32 values
+  int stride;      // units per part plane
+};
+// The int8 formats: those with a byte order for the staged activations.
+template <class F>
+concept Int8Dot = requires { F::qval(0); };
+
+// MXFP4's values doubled (0, +-1, +-2, +-3, +-4, +-6, +-8, +-12) as signed bytes, codes 0..7 from
+// T01, 8..15 from T23: t0 = the values of nibbles 0..3 of w (byte k: nibble k), t1 = nibbles 4..7.
 __device__ __forceinline__ void mxfp4_bytes(uint32_t w, uint32_t& t0, uint32_t& t1) {
-  constexpr uint32_t T0 = 0x0F0E0D0Cu, T1 = 0x18141210u, T2 = 0x090A0B0Cu, T3 = 0x00040608u;
+  constexpr uint32_t T0 = 0x03020100u, T1 = 0x0C080604u, T2 = 0xFDFEFF00u, T3 = 0xF4F8FAFCu;
   const uint32_t sel = w & 0x77777777u, pick = 0x32103210u | ((w & 0x88888888u) >> 1);
-  // t0 = values of nibbles 0..3 (bytes: v(n0), v(n1), v(n2), v(n3)); t1 = nibbles 4..7.
   t0 = __byte_perm(__byte_perm(T0, T1, sel), __byte_perm(T2, T3, sel), pick);
   t1 = __byte_perm(__byte_perm(T0, T1, sel >> 16), __byte_perm(T2, T3, sel >> 16), pick >> 16);
 }
@@ -59,22 +79,13 @@ struct Fmt;
 // nibbles) and 16+4a..16+4a+3 (high nibbles); `hi5`/`hi6` add the extra bits (weight_layout.h:
 // value i's Q5 bit at 8(i%4) + i/4 of the hi word; Q6 bits at 8(j%4) + 2(j/4) of word i/16).
 enum class Extra { None, Bit5, Bits6 };
-template <Extra E, bool Lut>
+template <Extra E>
 __device__ __forceinline__ void nibble_sums(uint4 q, uint32_t h0, uint32_t h1, const float4* x, int c0, float& s_lo,
                                             float& s_hi) {
   const uint32_t w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
-    uint32_t lo, hi;
-    if constexpr (Lut) {
-      uint32_t t0, t1;
-      mxfp4_bytes(w[a], t0, t1);
-      lo = __byte_perm(t0, t1, 0x6420);
-      hi = __byte_perm(t0, t1, 0x7531);
-    } else {
-      lo = w[a] & 0x0F0F0F0Fu;
-      hi = (w[a] >> 4) & 0x0F0F0F0Fu;
-    }
+    uint32_t lo = w[a] & 0x0F0F0F0Fu, hi = (w[a] >> 4) & 0x0F0F0F0Fu;
     if constexpr (E == Extra::Bit5) {
       lo |= (h0 << (4 - a)) & 0x10101010u;
       hi |= (h0 >> a) & 0x10101010u;
@@ -95,7 +106,7 @@ struct Unit4 {
 };
 
 // A 4-bit family: sum over the unit = d * (256 S - C X) + m X (Q6_K: per half, with d and d2).
-template <GgmlType T, Extra E, bool Lut, int C>
+template <GgmlType T, Extra E, int C>
 struct Fmt4 {
   static constexpr int kValues = 32;
   __device__ static Unit4 load(const uint8_t* row, const RowLayout& L, int64_t g) {
@@ -115,8 +126,6 @@ struct Fmt4 {
       const __half2 dm = __ldg(reinterpret_cast<const __half2*>(aux) + g);
       u.d = __low2float(dm);
       u.m = __high2float(dm);
-    } else if constexpr (T == GgmlType::MXFP4) {
-      u.d = e8m0_half(__ldg(aux + g));
     } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
       const uint8_t* a = aux + (g / 8) * 16;
       int sc, mn;
@@ -138,7 +147,7 @@ struct Fmt4 {
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       float s_lo = 0, s_hi = 0;
-      nibble_sums<E, Lut>(u.q, u.h0, u.h1, xv[t].x, 8 * gl, s_lo, s_hi);
+      nibble_sums<E>(u.q, u.h0, u.h1, xv[t].x, 8 * gl, s_lo, s_hi);
       const float x_lo = xv[t].x16[2 * gl], x_hi = xv[t].x16[2 * gl + 1];
       if constexpr (T == GgmlType::Q6_K) {
         acc[t] += u.d * (256.0f * s_lo - C * x_lo) + u.d2 * (256.0f * s_hi - C * x_hi);
@@ -150,20 +159,66 @@ struct Fmt4 {
   }
 };
 
-template <> struct Fmt<GgmlType::Q4_0> : Fmt4<GgmlType::Q4_0, Extra::None, false, 136> {};
-template <> struct Fmt<GgmlType::Q4_1> : Fmt4<GgmlType::Q4_1, Extra::None, false, 128> {};
-template <> struct Fmt<GgmlType::Q5_0> : Fmt4<GgmlType::Q5_0, Extra::Bit5, false, 144> {};
-template <> struct Fmt<GgmlType::Q5_1> : Fmt4<GgmlType::Q5_1, Extra::Bit5, false, 128> {};
-template <> struct Fmt<GgmlType::MXFP4> : Fmt4<GgmlType::MXFP4, Extra::None, true, 140> {};
-template <> struct Fmt<GgmlType::Q4_K> : Fmt4<GgmlType::Q4_K, Extra::None, false, 128> {};
-template <> struct Fmt<GgmlType::Q5_K> : Fmt4<GgmlType::Q5_K, Extra::Bit5, false, 128> {};
-template <> struct Fmt<GgmlType::Q6_K> : Fmt4<GgmlType::Q6_K, Extra::Bits6, false, 160> {};
+template <> struct Fmt<GgmlType::Q4_0> : Fmt4<GgmlType::Q4_0, Extra::None, 136> {};
+template <> struct Fmt<GgmlType::Q4_1> : Fmt4<GgmlType::Q4_1, Extra::None, 128> {};
+template <> struct Fmt<GgmlType::Q5_0> : Fmt4<GgmlType::Q5_0, Extra::Bit5, 144> {};
+template <> struct Fmt<GgmlType::Q5_1> : Fmt4<GgmlType::Q5_1, Extra::Bit5, 128> {};
+template <> struct Fmt<GgmlType::Q4_K> : Fmt4<GgmlType::Q4_K, Extra::None, 128> {};
+template <> struct Fmt<GgmlType::Q5_K> : Fmt4<GgmlType::Q5_K, Extra::Bit5, 128> {};
+template <> struct Fmt<GgmlType::Q6_K> : Fmt4<GgmlType::Q6_K, Extra::Bits6, 160> {};
 
-// Q8_0: a unit is half a block, 16 signed bytes. u = q + 128 = 16 h + l, so
-// sum q x = 4096 S_h + 256 S_l - (128 + 16*128 + 128) X.
+// Adds word w's dot with a token's staged h and l words to sh and sl (sum w q = 256 sh + sl).
+__device__ __forceinline__ void dot4q(uint32_t w, uint32_t h, uint32_t l, int& sh, int& sl) {
+  sh = __dp4a(static_cast<int>(w), static_cast<int>(h), sh);
+  sl = __dp4a(static_cast<int>(w), static_cast<int>(l), sl);
+}
+
+// MXFP4: a unit is one block (16 bytes of nibbles, value i low and i + 16 high in byte i % 16) and
+// its E8M0 scale. |sum w q| <= 32 * 12 * 32639 < 2^24, so the per-block sum converts exactly.
+template <>
+struct Fmt<GgmlType::MXFP4> {
+  static constexpr int kValues = 32;
+  // Byte b of the unit's decoded weights (mxfp4_bytes of word b / 8) holds value qval(b).
+  static constexpr int qval(int b) { return 4 * (b / 8) + (b % 8) / 2 + 16 * (b % 2); }
+  struct Unit {
+    uint4 q;
+    float d;  // 2^(e - 128): the values are doubled
+  };
+  __device__ static Unit load(const uint8_t* row, const RowLayout& L, int64_t g) {
+    return Unit{__ldg(reinterpret_cast<const uint4*>(row) + g), e8m0_half(__ldg(row + L.lo + g))};
+  }
+  template <int NT>
+  __device__ static void dot(const Unit& u, const QView (&qv)[NT], int ul, float (&acc)[NT]) {
+    uint32_t t[8];
+    mxfp4_bytes(u.q.x, t[0], t[1]);
+    mxfp4_bytes(u.q.y, t[2], t[3]);
+    mxfp4_bytes(u.q.z, t[4], t[5]);
+    mxfp4_bytes(u.q.w, t[6], t[7]);
+#pragma unroll
+    for (int k = 0; k < NT; ++k) {
+      const uint4* q = qv[k].q + ul;
+      const int S = qv[k].stride;
+      const uint4 h0 = q[0], h1 = q[S], l0 = q[2 * S], l1 = q[3 * S];
+      int sh = 0, sl = 0;
+      dot4q(t[0], h0.x, l0.x, sh, sl);
+      dot4q(t[1], h0.y, l0.y, sh, sl);
+      dot4q(t[2], h0.z, l0.z, sh, sl);
+      dot4q(t[3], h0.w, l0.w, sh, sl);
+      dot4q(t[4], h1.x, l1.x, sh, sl);
+      dot4q(t[5], h1.y, l1.y, sh, sl);
+      dot4q(t[6], h1.z, l1.z, sh, sl);
+      dot4q(t[7], h1.w, l1.w, sh, sl);
+      acc[k] = fmaf(static_cast<float>(256 * sh + sl), u.d * qv[k].d[ul], acc[k]);
+    }
+  }
+};
+
+// Q8_0: a unit is half a block, 16 signed bytes, and the block's scale. The sum of a unit
+// (|.| <= 16 * 128 * 32639 < 2^26) converts with one rounding.
 template <>
 struct Fmt<GgmlType::Q8_0> {
   static constexpr int kValues = 16;
+  static constexpr int qval(int b) { return b; }
   struct Unit {
     uint4 q;
     float d;
@@ -173,19 +228,16 @@ struct Fmt<GgmlType::Q8_0> {
                 __half2float(__ldg(reinterpret_cast<const __half*>(row + L.lo + L.hi) + u / 2))};
   }
   template <int NT>
-  __device__ static void dot(const Unit& u, const XView (&xv)[NT], int ul, float (&acc)[NT]) {
-    const uint32_t w[4] = {u.q.x ^ 0x80808080u, u.q.y ^ 0x80808080u, u.q.z ^ 0x80808080u, u.q.w ^ 0x80808080u};
+  __device__ static void dot(const Unit& u, const QView (&qv)[NT], int ul, float (&acc)[NT]) {
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      float s_l = 0, s_h = 0;
-#pragma unroll
-      for (int a = 0; a < 4; ++a) {
-        const float4 x = xv[t].x[swz(4 * ul + a)];
-        s_l = dot4(w[a] & 0x0F0F0F0Fu, x, s_l);
-        s_h = dot4((w[a] >> 4) & 0x0F0F0F0Fu, x, s_h);
-      }
-      const float X = xv[t].x16[ul];
-      acc[t] += u.d * (4096.0f * s_h + 256.0f * s_l - 2304.0f * X);
+    for (int k = 0; k < NT; ++k) {
+      const uint4 h = qv[k].q[ul], l = qv[k].q[qv[k].stride + ul];
+      int sh = 0, sl = 0;
+      dot4q(u.q.x, h.x, l.x, sh, sl);
+      dot4q(u.q.y, h.y, l.y, sh, sl);
+      dot4q(u.q.z, h.z, l.z, sh, sl);
+      dot4q(u.q.w, h.w, l.w, sh, sl);
+      acc[k] = fmaf(static_cast<float>(256 * sh + sl), u.d * qv[k].d[ul / 2], acc[k]);
     }
   }
 };

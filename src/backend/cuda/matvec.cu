@@ -114,10 +114,10 @@ struct DownJob {  // routed experts: rows 2p, 2p+1 of the pair's expert's down m
   }
 };
 
-// Stages columns [c0, c0 + len) of the NT activation rows (zeros past n_valid) and their sums per
-// 16 values. Starts and ends with a barrier.
-template <GgmlType T, int NT>
-__device__ void stage_x(const float* x, int64_t ldx, int n_valid, int64_t c0, int len, float4* xs, float* x16) {
+// Stages columns [c0, c0 + len) of the NT f32 activation rows (zeros past n_valid). Starts and ends
+// with a barrier.
+template <int NT>
+__device__ void stage_x(const float* x, int64_t ldx, int n_valid, int64_t c0, int len, float4* xs) {
   constexpr int CH = chunk_cols<NT>();
   __syncthreads();
   for (int i = threadIdx.x; i < NT * (len / 4); i += blockDim.x) {
@@ -125,30 +125,13 @@ __device__ void stage_x(const float* x, int64_t ldx, int n_valid, int64_t c0, in
     xs[t * (CH / 4) + swz(c)] = t < n_valid ? *reinterpret_cast<const float4*>(x + t * ldx + c0 + 4 * c) : make_float4(0, 0, 0, 0);
   }
   __syncthreads();
-  if constexpr (T != GgmlType::F32 && T != GgmlType::F16 && T != GgmlType::BF16) {
-    for (int i = threadIdx.x; i < NT * (len / 16); i += blockDim.x) {
-      const int t = i / (len / 16), c = i % (len / 16);
-      const float4* v = xs + t * (CH / 4);
-      float s = 0;
-#pragma unroll
-      for (int a = 0; a < 4; ++a) {
-        const float4 f = v[swz(4 * c + a)];
-        s += f.x;
-        s += f.y;
-        s += f.z;
-        s += f.w;
-      }
-      x16[t * (CH / 16) + c] = s;
-    }
-    __syncthreads();
-  }
 }
 
 // Stages columns [c0, c0 + len) of the NT activation rows for F's int8 products (QView; zeros past
 // n_valid): per 32 values d = amax / 32639 and q = rint(x / d), split as h = (q + 128) >> 8 and
-// l = q - 256 h. Starts and ends with a barrier.
+// l = q - 256 h, and (F::kSums) the sums of q per 16 values. Starts and ends with a barrier.
 template <class F, int NT>
-__device__ void stage_q(const float* x, int64_t ldx, int n_valid, int64_t c0, int len, uint4* q, float* d) {
+__device__ void stage_q(const float* x, int64_t ldx, int n_valid, int64_t c0, int len, uint4* q, int2* qs, float* d) {
   constexpr int CH = chunk_cols<NT>(), V = F::kValues, P = V / 8, UC = CH / V;
   __syncthreads();
   const int groups = len / 32;
@@ -170,9 +153,13 @@ __device__ void stage_q(const float* x, int64_t ldx, int n_valid, int64_t c0, in
     const float inv = amax > 0 ? 32639.0f / amax : 0.0f;
     d[t * (CH / 32) + g] = amax / 32639.0f;
     uint32_t hw[8] = {}, lw[8] = {};
+    int2 sum = {0, 0};
 #pragma unroll
     for (int b = 0; b < 32; ++b) {
-      const int qi = __float2int_rn(v[b / V * V + F::qval(b % V)] * inv);
+      const int j = b / V * V + F::qval(b % V);
+      const int qi = __float2int_rn(v[j] * inv);
+      if (j < 16) sum.x += qi;
+      else sum.y += qi;
       const int h = (qi + 128) >> 8, l = qi - 256 * h;
       hw[b / 4] |= static_cast<uint32_t>(h & 0xFF) << (8 * (b % 4));
       lw[b / 4] |= static_cast<uint32_t>(l & 0xFF) << (8 * (b % 4));
@@ -185,24 +172,31 @@ __device__ void stage_q(const float* x, int64_t ldx, int n_valid, int64_t c0, in
         q[(t * P + p) * UC + u] = make_uint4(hw[w], hw[w + 1], hw[w + 2], hw[w + 3]);
         q[(t * P + V / 16 + p) * UC + u] = make_uint4(lw[w], lw[w + 1], lw[w + 2], lw[w + 3]);
       }
+    if constexpr (F::kSums) qs[t * (CH / 32) + g] = sum;
   }
   __syncthreads();
 }
 
 // Token t's view of the staged chunk and the staging itself, for F's kind of activations. The int8
-// kind uses half of xs for its bytes and x16 for its scales.
+// kind keeps its bytes (2 per value) and sums in xs (4 bytes per value) and its scales in xd.
 template <class F>
 using ViewOf = std::conditional_t<Int8Dot<F>, QView, XView>;
+template <int NT>
+__device__ int2* staged_sums(float4* xs) {
+  return reinterpret_cast<int2*>(reinterpret_cast<uint4*>(xs) + NT * chunk_cols<NT>() / 8);
+}
 template <class F, int NT>
-__device__ ViewOf<F> view(float4* xs, float* x16, int t) {
+__device__ ViewOf<F> view(float4* xs, float* xd, int t) {
   constexpr int CH = chunk_cols<NT>();
-  if constexpr (Int8Dot<F>) return QView{reinterpret_cast<const uint4*>(xs) + t * (CH / 8), x16 + t * (CH / 32), CH / F::kValues};
-  else return XView{xs + t * (CH / 4), x16 + t * (CH / 16)};
+  if constexpr (Int8Dot<F>)
+    return QView{reinterpret_cast<const uint4*>(xs) + t * (CH / 8), xd + t * (CH / 32), staged_sums<NT>(xs) + t * (CH / 32), CH / F::kValues};
+  else return XView{xs + t * (CH / 4)};
 }
 template <GgmlType T, int NT>
-__device__ void stage(const float* x, int64_t ldx, int n_valid, int64_t c0, int len, float4* xs, float* x16) {
-  if constexpr (Int8Dot<Fmt<T>>) stage_q<Fmt<T>, NT>(x, ldx, n_valid, c0, len, reinterpret_cast<uint4*>(xs), x16);
-  else stage_x<T, NT>(x, ldx, n_valid, c0, len, xs, x16);
+__device__ void stage(const float* x, int64_t ldx, int n_valid, int64_t c0, int len, float4* xs, float* xd) {
+  using F = Fmt<T>;
+  if constexpr (Int8Dot<F>) stage_q<F, NT>(x, ldx, n_valid, c0, len, reinterpret_cast<uint4*>(xs), staged_sums<NT>(xs), xd);
+  else stage_x<NT>(x, ldx, n_valid, c0, len, xs);
 }
 
 // The kernel shared by every job: rounds of one pair per warp (block-uniform trip counts, so the
@@ -213,7 +207,7 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job unbound, const floa
   using F = Fmt<T>;
   constexpr int CH = chunk_cols<NT>(), V = F::kValues;
   __shared__ float4 xs[NT * CH / 4];
-  __shared__ float x16[NT * CH / 16];
+  __shared__ float xd[NT * CH / 32];
   const auto& job = unbound.bind();
   if (job.skip()) return;  // the whole block: its pair's expert is not in this call's table
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -221,9 +215,9 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job unbound, const floa
   x = job.x_rows(x, ldx);  // the routed-expert jobs: the row of the block's (token, rank) pair
   ViewOf<F> xv[NT];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) xv[t] = view<F, NT>(xs, x16, t);
+  for (int t = 0; t < NT; ++t) xv[t] = view<F, NT>(xs, xd, t);
   const bool one_chunk = cols <= CH;
-  if (one_chunk) stage<T, NT>(x, ldx, n_valid, 0, static_cast<int>(cols), xs, x16);
+  if (one_chunk) stage<T, NT>(x, ldx, n_valid, 0, static_cast<int>(cols), xs, xd);
   const int64_t per_round = static_cast<int64_t>(gridDim.x) * kWarps;
   const int64_t rounds = (pairs + per_round - 1) / per_round;
   for (int64_t round = 0; round < rounds; ++round) {
@@ -234,7 +228,7 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job unbound, const floa
     float acc[2][NT] = {};
     for (int64_t c0 = 0; c0 < cols; c0 += CH) {
       const int len = static_cast<int>(cols - c0 < CH ? cols - c0 : CH);
-      if (!one_chunk) stage<T, NT>(x, ldx, n_valid, c0, len, xs, x16);
+      if (!one_chunk) stage<T, NT>(x, ldx, n_valid, c0, len, xs, xd);
       if (!valid) continue;
       const int units = len / V;
       const int64_t u0 = c0 / V;
@@ -275,7 +269,7 @@ __global__ void __launch_bounds__(kSplitWarps * 32) mv_split_kernel(Job unbound,
   using F = Fmt<T>;
   constexpr int CH = chunk_cols<1>(), V = F::kValues;
   __shared__ float4 xs[CH / 4];
-  __shared__ float x16[CH / 16];
+  __shared__ float xd[CH / 32];
   __shared__ float part[kSplitWarps][2];
   const auto& job = unbound.bind();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -283,8 +277,8 @@ __global__ void __launch_bounds__(kSplitWarps * 32) mv_split_kernel(Job unbound,
   const RowLayout L = row_layout(T, cols);
   const uint8_t* r[2] = {nullptr, nullptr};
   job.rows(p, r);
-  stage<T, 1>(x, ldx, 1, 0, static_cast<int>(cols), xs, x16);
-  const ViewOf<F> xv[1] = {view<F, 1>(xs, x16, 0)};
+  stage<T, 1>(x, ldx, 1, 0, static_cast<int>(cols), xs, xd);
+  const ViewOf<F> xv[1] = {view<F, 1>(xs, xd, 0)};
   const int units = static_cast<int>(cols / V);
   float acc[2][1] = {};
   for (int ul = threadIdx.x; ul < units; ul += kSplitWarps * 32 * kSplitUnits) {

@@ -2,17 +2,13 @@
 // A lane takes one 16-byte "unit" of a row's lo plane at a time (32 values of the 4-bit formats, 16
 // of Q8_0, 8 of F16/BF16, 4 of F32) plus its few hi/aux bytes.
 //
-// MXFP4 and Q8_0 (the bulk of gpt-oss) multiply bytes with dp4a: the activations are staged as a
-// 16-bit integer per value and a scale per 32 values (QView), split into two signed bytes so that
-// two dp4a give the exact integer dot of a word; one conversion and one FMA per unit then apply the
-// scales. That is about 2.3 instructions per weight value against 4 to 5 for the f32 products below.
-// The 16-bit activations cost ~2e-5 relative (llama.cpp rounds them to 8 bits).
+// The quantized formats multiply bytes with dp4a: the activations are staged as a 16-bit integer
+// per value and a scale per 32 values (QView), split into two signed bytes so that two dp4a give
+// the exact integer dot of a word; a unit's scales are applied once, in f32. About 2.3 instructions
+// per weight value for MXFP4 and 1 to 1.5 for the others, against 4 to 5 for f32 products. The
+// 16-bit activations cost ~2e-5 relative (llama.cpp rounds them to 8 bits).
 //
-// The other formats keep f32 activations (XView). Integer values become floats without a
-// conversion instruction (those run at 1/8 of the FMA rate): a byte n < 128 is placed into the
-// mantissa of 0.5 with one byte permute, giving exactly 0.5 + n/256. A group's
-// S = sum (0.5 + n_i/256) x_i then yields sum n_i x_i = 256 S - 128 X, where X = sum x_i is
-// precomputed once per 16 activations. The small cancellation costs ~1e-5 relative.
+// F32, F16 and BF16 rows multiply exact f32 activations (XView).
 #pragma once
 #include <cuda_fp16.h>
 
@@ -26,25 +22,9 @@ namespace ts::gpu {
 // 128-byte strided reads of a warp over all banks.
 __device__ __forceinline__ int swz(int c) { return c ^ ((c >> 3) & 7); }
 
-// 0.5 + b/256 from byte j (0..3) of w (every byte < 128).
-template <int J>
-__device__ __forceinline__ float byte_float(uint32_t w) {
-  return __uint_as_float(__byte_perm(w, 0x3F000000u, 0x7044 | (J << 8)));
-}
-
-// sum over the 4 bytes of w of (0.5 + b/256) * x.{x,y,z,w}, accumulated into s.
-__device__ __forceinline__ float dot4(uint32_t w, float4 x, float s) {
-  s = fmaf(byte_float<0>(w), x.x, s);
-  s = fmaf(byte_float<1>(w), x.y, s);
-  s = fmaf(byte_float<2>(w), x.z, s);
-  return fmaf(byte_float<3>(w), x.w, s);
-}
-
-// The 16 activations of half h (0: values 0..15, 1: 16..31) of 32-value group `gl` of a staged
-// chunk, and their precomputed sum.
+// A staged chunk of f32 activations, swizzled.
 struct XView {
-  const float4* x;   // the chunk, swizzled
-  const float* x16;  // sums of 16 consecutive values
+  const float4* x;
 };
 
 // The activations of a chunk for the int8 products: per 32 values a scale d and integers
@@ -54,8 +34,9 @@ struct XView {
 // contiguous bytes).
 struct QView {
   const uint4* q;
-  const float* d;  // one per 32 values
-  int stride;      // units per part plane
+  const float* d;   // one per 32 values
+  const int2* qs;   // per 32 values: the sums of q over values 0..15 and 16..31 (Fmt::kSums)
+  int stride;       // units per part plane
 };
 // The int8 formats: those with a byte order for the staged activations.
 template <class F>
@@ -75,40 +56,31 @@ __device__ __forceinline__ void mxfp4_bytes(uint32_t w, uint32_t& t0, uint32_t& 
 template <GgmlType T>
 struct Fmt;
 
-// The 4-bit families share the nibble walk: word a of the unit holds values 4a..4a+3 (low
-// nibbles) and 16+4a..16+4a+3 (high nibbles); `hi5`/`hi6` add the extra bits (weight_layout.h:
-// value i's Q5 bit at 8(i%4) + i/4 of the hi word; Q6 bits at 8(j%4) + 2(j/4) of word i/16).
-enum class Extra { None, Bit5, Bits6 };
-template <Extra E>
-__device__ __forceinline__ void nibble_sums(uint4 q, uint32_t h0, uint32_t h1, const float4* x, int c0, float& s_lo,
-                                            float& s_hi) {
-  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-  for (int a = 0; a < 4; ++a) {
-    uint32_t lo = w[a] & 0x0F0F0F0Fu, hi = (w[a] >> 4) & 0x0F0F0F0Fu;
-    if constexpr (E == Extra::Bit5) {
-      lo |= (h0 << (4 - a)) & 0x10101010u;
-      hi |= (h0 >> a) & 0x10101010u;
-    } else if constexpr (E == Extra::Bits6) {
-      lo |= (a < 3 ? (h0 << (4 - 2 * a)) : (h0 >> 2)) & 0x30303030u;
-      hi |= (a < 3 ? (h1 << (4 - 2 * a)) : (h1 >> 2)) & 0x30303030u;
-    }
-    s_lo = dot4(lo, x[swz(c0 + a)], s_lo);
-    s_hi = dot4(hi, x[swz(c0 + 4 + a)], s_hi);
-  }
+// Adds word w's dot with a token's staged h and l words to sh and sl (sum w q = 256 sh + sl).
+__device__ __forceinline__ void dot4q(uint32_t w, uint32_t h, uint32_t l, int& sh, int& sl) {
+  sh = __dp4a(static_cast<int>(w), static_cast<int>(h), sh);
+  sl = __dp4a(static_cast<int>(w), static_cast<int>(l), sl);
 }
 
+// The 4-bit families: word a of a unit holds values 4a..4a+3 (low nibbles) and 16+4a..16+4a+3
+// (high nibbles); Q5 and Q6 add their extra bits (weight_layout.h: value i's Q5 bit at
+// 8(i%4) + i/4 of the hi word; Q6 bits at 8(j%4) + 2(j/4) of word i/16). Each value is
+// d (n - off) + m with n unsigned, so a unit's sum is d_x (d (sum n q - off Q) + m Q), with Q the
+// sum of q staged per half block (per half because Q6_K has a scale per 16 values); the integer
+// sums stay below 2^26 and convert with one rounding.
+enum class Extra { None, Bit5, Bits6 };
 struct Unit4 {
   uint4 q;
   uint32_t h0 = 0, h1 = 0;
-  float d = 0, m = 0;  // scale and additive term per format (m: the sum of x's coefficient)
+  float d = 0, m = 0;  // scale and additive term per format
   float d2 = 0;        // Q6_K: the second half's scale
 };
 
-// A 4-bit family: sum over the unit = d * (256 S - C X) + m X (Q6_K: per half, with d and d2).
-template <GgmlType T, Extra E, int C>
+template <GgmlType T, Extra E, int Off>
 struct Fmt4 {
   static constexpr int kValues = 32;
+  static constexpr bool kSums = true;
+  static constexpr int qval(int b) { return b; }
   __device__ static Unit4 load(const uint8_t* row, const RowLayout& L, int64_t g) {
     Unit4 u;
     u.q = __ldg(reinterpret_cast<const uint4*>(row) + g);
@@ -143,41 +115,61 @@ struct Fmt4 {
     return u;
   }
   template <int NT>
-  __device__ static void dot(const Unit4& u, const XView (&xv)[NT], int gl, float (&acc)[NT]) {
+  __device__ static void dot(const Unit4& u, const QView (&qv)[NT], int ul, float (&acc)[NT]) {
+    const uint32_t w[4] = {u.q.x, u.q.y, u.q.z, u.q.w};
+    uint32_t lo[4], hi[4];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      float s_lo = 0, s_hi = 0;
-      nibble_sums<E>(u.q, u.h0, u.h1, xv[t].x, 8 * gl, s_lo, s_hi);
-      const float x_lo = xv[t].x16[2 * gl], x_hi = xv[t].x16[2 * gl + 1];
+    for (int a = 0; a < 4; ++a) {
+      lo[a] = w[a] & 0x0F0F0F0Fu;
+      hi[a] = (w[a] >> 4) & 0x0F0F0F0Fu;
+      if constexpr (E == Extra::Bit5) {
+        lo[a] |= (u.h0 << (4 - a)) & 0x10101010u;
+        hi[a] |= (u.h0 >> a) & 0x10101010u;
+      } else if constexpr (E == Extra::Bits6) {
+        lo[a] |= (a < 3 ? (u.h0 << (4 - 2 * a)) : (u.h0 >> 2)) & 0x30303030u;
+        hi[a] |= (a < 3 ? (u.h1 << (4 - 2 * a)) : (u.h1 >> 2)) & 0x30303030u;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < NT; ++k) {
+      const uint4* q = qv[k].q + ul;
+      const int S = qv[k].stride;
+      const uint4 h0 = q[0], h1 = q[S], l0 = q[2 * S], l1 = q[3 * S];
+      int ah = 0, al = 0, bh = 0, bl = 0;  // values 0..15 (a) and 16..31 (b)
+      dot4q(lo[0], h0.x, l0.x, ah, al);
+      dot4q(lo[1], h0.y, l0.y, ah, al);
+      dot4q(lo[2], h0.z, l0.z, ah, al);
+      dot4q(lo[3], h0.w, l0.w, ah, al);
+      dot4q(hi[0], h1.x, l1.x, bh, bl);
+      dot4q(hi[1], h1.y, l1.y, bh, bl);
+      dot4q(hi[2], h1.z, l1.z, bh, bl);
+      dot4q(hi[3], h1.w, l1.w, bh, bl);
+      const int2 qs = qv[k].qs[ul];
+      const float dx = qv[k].d[ul];
       if constexpr (T == GgmlType::Q6_K) {
-        acc[t] += u.d * (256.0f * s_lo - C * x_lo) + u.d2 * (256.0f * s_hi - C * x_hi);
+        acc[k] = fmaf(dx, u.d * static_cast<float>(256 * ah + al - Off * qs.x) + u.d2 * static_cast<float>(256 * bh + bl - Off * qs.y), acc[k]);
       } else {
-        const float X = x_lo + x_hi;
-        acc[t] += u.d * (256.0f * (s_lo + s_hi) - C * X) + u.m * X;
+        const int Q = qs.x + qs.y;
+        acc[k] = fmaf(dx, u.d * static_cast<float>(256 * (ah + bh) + al + bl - Off * Q) + u.m * static_cast<float>(Q), acc[k]);
       }
     }
   }
 };
 
-template <> struct Fmt<GgmlType::Q4_0> : Fmt4<GgmlType::Q4_0, Extra::None, 136> {};
-template <> struct Fmt<GgmlType::Q4_1> : Fmt4<GgmlType::Q4_1, Extra::None, 128> {};
-template <> struct Fmt<GgmlType::Q5_0> : Fmt4<GgmlType::Q5_0, Extra::Bit5, 144> {};
-template <> struct Fmt<GgmlType::Q5_1> : Fmt4<GgmlType::Q5_1, Extra::Bit5, 128> {};
-template <> struct Fmt<GgmlType::Q4_K> : Fmt4<GgmlType::Q4_K, Extra::None, 128> {};
-template <> struct Fmt<GgmlType::Q5_K> : Fmt4<GgmlType::Q5_K, Extra::Bit5, 128> {};
-template <> struct Fmt<GgmlType::Q6_K> : Fmt4<GgmlType::Q6_K, Extra::Bits6, 160> {};
-
-// Adds word w's dot with a token's staged h and l words to sh and sl (sum w q = 256 sh + sl).
-__device__ __forceinline__ void dot4q(uint32_t w, uint32_t h, uint32_t l, int& sh, int& sl) {
-  sh = __dp4a(static_cast<int>(w), static_cast<int>(h), sh);
-  sl = __dp4a(static_cast<int>(w), static_cast<int>(l), sl);
-}
+template <> struct Fmt<GgmlType::Q4_0> : Fmt4<GgmlType::Q4_0, Extra::None, 8> {};
+template <> struct Fmt<GgmlType::Q4_1> : Fmt4<GgmlType::Q4_1, Extra::None, 0> {};
+template <> struct Fmt<GgmlType::Q5_0> : Fmt4<GgmlType::Q5_0, Extra::Bit5, 16> {};
+template <> struct Fmt<GgmlType::Q5_1> : Fmt4<GgmlType::Q5_1, Extra::Bit5, 0> {};
+template <> struct Fmt<GgmlType::Q4_K> : Fmt4<GgmlType::Q4_K, Extra::None, 0> {};
+template <> struct Fmt<GgmlType::Q5_K> : Fmt4<GgmlType::Q5_K, Extra::Bit5, 0> {};
+template <> struct Fmt<GgmlType::Q6_K> : Fmt4<GgmlType::Q6_K, Extra::Bits6, 32> {};
 
 // MXFP4: a unit is one block (16 bytes of nibbles, value i low and i + 16 high in byte i % 16) and
 // its E8M0 scale. |sum w q| <= 32 * 12 * 32639 < 2^24, so the per-block sum converts exactly.
 template <>
 struct Fmt<GgmlType::MXFP4> {
   static constexpr int kValues = 32;
+  static constexpr bool kSums = false;
   // Byte b of the unit's decoded weights (mxfp4_bytes of word b / 8) holds value qval(b).
   static constexpr int qval(int b) { return 4 * (b / 8) + (b % 8) / 2 + 16 * (b % 2); }
   struct Unit {
@@ -218,6 +210,7 @@ struct Fmt<GgmlType::MXFP4> {
 template <>
 struct Fmt<GgmlType::Q8_0> {
   static constexpr int kValues = 16;
+  static constexpr bool kSums = false;
   static constexpr int qval(int b) { return b; }
   struct Unit {
     uint4 q;

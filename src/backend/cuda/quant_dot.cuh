@@ -61,6 +61,13 @@ __device__ __forceinline__ void dot4q(uint32_t w, uint32_t h, uint32_t l, int& s
   sh = __dp4a(static_cast<int>(w), static_cast<int>(h), sh);
   sl = __dp4a(static_cast<int>(w), static_cast<int>(l), sl);
 }
+// The same for 16 bytes of weights (w0..w3) and one staged part of h and of l.
+__device__ __forceinline__ void dot16q(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, uint4 h, uint4 l, int& sh, int& sl) {
+  dot4q(w0, h.x, l.x, sh, sl);
+  dot4q(w1, h.y, l.y, sh, sl);
+  dot4q(w2, h.z, l.z, sh, sl);
+  dot4q(w3, h.w, l.w, sh, sl);
+}
 
 // The 4-bit families: word a of a unit holds values 4a..4a+3 (low nibbles) and 16+4a..16+4a+3
 // (high nibbles); Q5 and Q6 add their extra bits (weight_layout.h: value i's Q5 bit at
@@ -136,14 +143,8 @@ struct Fmt4 {
       const int S = qv[k].stride;
       const uint4 h0 = q[0], h1 = q[S], l0 = q[2 * S], l1 = q[3 * S];
       int ah = 0, al = 0, bh = 0, bl = 0;  // values 0..15 (a) and 16..31 (b)
-      dot4q(lo[0], h0.x, l0.x, ah, al);
-      dot4q(lo[1], h0.y, l0.y, ah, al);
-      dot4q(lo[2], h0.z, l0.z, ah, al);
-      dot4q(lo[3], h0.w, l0.w, ah, al);
-      dot4q(hi[0], h1.x, l1.x, bh, bl);
-      dot4q(hi[1], h1.y, l1.y, bh, bl);
-      dot4q(hi[2], h1.z, l1.z, bh, bl);
-      dot4q(hi[3], h1.w, l1.w, bh, bl);
+      dot16q(lo[0], lo[1], lo[2], lo[3], h0, l0, ah, al);
+      dot16q(hi[0], hi[1], hi[2], hi[3], h1, l1, bh, bl);
       const int2 qs = qv[k].qs[ul];
       const float dx = qv[k].d[ul];
       if constexpr (T == GgmlType::Q6_K) {
@@ -192,14 +193,8 @@ struct Fmt<GgmlType::MXFP4> {
       const int S = qv[k].stride;
       const uint4 h0 = q[0], h1 = q[S], l0 = q[2 * S], l1 = q[3 * S];
       int sh = 0, sl = 0;
-      dot4q(t[0], h0.x, l0.x, sh, sl);
-      dot4q(t[1], h0.y, l0.y, sh, sl);
-      dot4q(t[2], h0.z, l0.z, sh, sl);
-      dot4q(t[3], h0.w, l0.w, sh, sl);
-      dot4q(t[4], h1.x, l1.x, sh, sl);
-      dot4q(t[5], h1.y, l1.y, sh, sl);
-      dot4q(t[6], h1.z, l1.z, sh, sl);
-      dot4q(t[7], h1.w, l1.w, sh, sl);
+      dot16q(t[0], t[1], t[2], t[3], h0, l0, sh, sl);
+      dot16q(t[4], t[5], t[6], t[7], h1, l1, sh, sl);
       acc[k] = fmaf(static_cast<float>(256 * sh + sl), u.d * qv[k].d[ul], acc[k]);
     }
   }
@@ -226,10 +221,7 @@ struct Fmt<GgmlType::Q8_0> {
     for (int k = 0; k < NT; ++k) {
       const uint4 h = qv[k].q[ul], l = qv[k].q[qv[k].stride + ul];
       int sh = 0, sl = 0;
-      dot4q(u.q.x, h.x, l.x, sh, sl);
-      dot4q(u.q.y, h.y, l.y, sh, sl);
-      dot4q(u.q.z, h.z, l.z, sh, sl);
-      dot4q(u.q.w, h.w, l.w, sh, sl);
+      dot16q(u.q.x, u.q.y, u.q.z, u.q.w, h, l, sh, sl);
       acc[k] = fmaf(static_cast<float>(256 * sh + sl), u.d * qv[k].d[ul / 2], acc[k]);
     }
   }

@@ -1,6 +1,7 @@
 // Products of weight rows with a few activation rows (decode, small batches, routed experts one
-// (token, rank) at a time). A block stages the activations in shared memory (as f32, or as 16-bit
-// integers for the formats with int8 products: quant_dot.cuh) and each warp takes two weight rows at a time: its lanes walk the rows'
+// (token, rank) at a time). A block stages the activations in shared memory (16-bit integers for
+// the quantized formats, f32 for F32/F16/BF16: quant_dot.cuh) and each warp takes two weight rows
+// at a time: its lanes walk the rows'
 // 16-byte units, so a warp reads 512 contiguous bytes of each row per step. Each output is one
 // warp's fixed-order sum: the bytes do not depend on the grid.
 #include <type_traits>

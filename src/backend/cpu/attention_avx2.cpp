@@ -33,9 +33,10 @@ inline void widen_block(const void* cache, int64_t width, int64_t off, int64_t h
   }
 }
 
-template <bool F16>
+// kVecs: head_dim / 8 when known at compile time (the loops over a head's vectors unroll), else 0.
+template <bool F16, int64_t kVecs>
 void chunk(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_head, int64_t c) {
-  const int64_t hd = L.head_dim, G = L.group, vecs = hd / 8, off = kv_head * hd;
+  const int64_t hd = L.head_dim, G = L.group, vecs = kVecs ? kVecs : hd / 8, off = kv_head * hd;
   const int64_t c0 = c * kAttnChunk, c1 = c0 + kAttnChunk - 1;
   int64_t lo_all = INT64_MAX, hi_all = -1;
   const int64_t sf = attn_state_floats(hd);
@@ -81,12 +82,15 @@ void chunk(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_h
         __m256 s[kAttnBlock / 8];
         __m256 mx = _mm256_set1_ps(-INFINITY);
         for (int64_t g = g_lo; g <= g_hi; ++g) {
+          // Each key's dot is q[0:8] k[0:8], then the FMAs of the next 8 values in order; the 8 keys
+          // advance together so that their 8 chains of FMAs overlap.
+          const float* k8 = kb + 8 * g * ks;
           __m256 acc[8];
-          for (int u = 0; u < 8; ++u) {
-            const int64_t j = b0 + 8 * g + u;
-            const float* kj = kb + (j - b0) * ks;
-            acc[u] = _mm256_mul_ps(_mm256_loadu_ps(q), _mm256_loadu_ps(kj));
-            for (int64_t v = 1; v < vecs; ++v) acc[u] = _mm256_fmadd_ps(_mm256_loadu_ps(q + 8 * v), _mm256_loadu_ps(kj + 8 * v), acc[u]);
+          const __m256 q0 = _mm256_loadu_ps(q);
+          for (int u = 0; u < 8; ++u) acc[u] = _mm256_mul_ps(q0, _mm256_loadu_ps(k8 + u * ks));
+          for (int64_t v = 1; v < vecs; ++v) {
+            const __m256 qv = _mm256_loadu_ps(q + 8 * v);
+            for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k8 + u * ks + 8 * v), acc[u]);
           }
           const __m256i lane = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(b0 + 8 * g)),
                                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -135,8 +139,13 @@ void store_f16_avx2(const float* src, uint16_t* dst, int64_t n) {
 }
 
 void attend_chunk_avx2(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_head, int64_t c) {
-  if (L.f16) chunk<true>(L, rows, n_rows, kv_head, c);
-  else chunk<false>(L, rows, n_rows, kv_head, c);
+  // The head sizes of the families (64: gpt-oss, Llama-class; 128: Qwen3, Mixtral) get unrolled
+  // kernels; the same sums in the same order as the general one, so the same bytes.
+  switch (L.head_dim) {
+    case 64: return L.f16 ? chunk<true, 8>(L, rows, n_rows, kv_head, c) : chunk<false, 8>(L, rows, n_rows, kv_head, c);
+    case 128: return L.f16 ? chunk<true, 16>(L, rows, n_rows, kv_head, c) : chunk<false, 16>(L, rows, n_rows, kv_head, c);
+    default: return L.f16 ? chunk<true, 0>(L, rows, n_rows, kv_head, c) : chunk<false, 0>(L, rows, n_rows, kv_head, c);
+  }
 }
 
 }  // namespace ts::cpu

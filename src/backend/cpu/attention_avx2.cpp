@@ -34,6 +34,8 @@ inline void widen_block(const void* cache, int64_t width, int64_t off, int64_t h
 }
 
 // kVecs: head_dim / 8 when known at compile time (the loops over a head's vectors unroll), else 0.
+constexpr int64_t kHeads = 8;  // q heads whose scores are computed before their softmax steps
+
 template <bool F16, int64_t kVecs>
 void chunk(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_head, int64_t c) {
   const int64_t hd = L.head_dim, G = L.group, vecs = kVecs ? kVecs : hd / 8, off = kv_head * hd;
@@ -75,54 +77,63 @@ void chunk(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_h
       const int64_t j_hi = std::min({b0 + kAttnBlock - 1, rows[r].pos, c1});
       if (j_lo > j_hi) continue;
       const int64_t g_lo = (j_lo - b0) / 8, g_hi = (j_hi - b0) / 8;
-      for (int64_t h = 0; h < G; ++h) {
-        const float* q = rows[r].q + (kv_head * G + h) * hd;
-        float* const st = rows[r].state + h * sf;
-        float* const so = st + 2;
-        __m256 s[kAttnBlock / 8];
-        __m256 mx = _mm256_set1_ps(-INFINITY);
-        for (int64_t g = g_lo; g <= g_hi; ++g) {
-          // Each key's dot is q[0:8] k[0:8], then the FMAs of the next 8 values in order; the 8 keys
-          // advance together so that their 8 chains of FMAs overlap.
-          const float* k8 = kb + 8 * g * ks;
-          __m256 acc[8];
-          const __m256 q0 = _mm256_loadu_ps(q);
-          for (int u = 0; u < 8; ++u) acc[u] = _mm256_mul_ps(q0, _mm256_loadu_ps(k8 + u * ks));
-          for (int64_t v = 1; v < vecs; ++v) {
-            const __m256 qv = _mm256_loadu_ps(q + 8 * v);
-            for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k8 + u * ks + 8 * v), acc[u]);
+      // Lanes of each group of 8 keys that the row does not see (the same for every head).
+      __m256 hide[kAttnBlock / 8];
+      for (int64_t g = g_lo; g <= g_hi; ++g) {
+        const __m256i lane = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(b0 + 8 * g)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        hide[g] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(j_lo)), lane),
+                                                      _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(static_cast<int>(j_hi)))));
+      }
+      // The scores of up to kHeads heads first, then each head's softmax step and values: one head's
+      // chain (scores -> max -> exp -> values) overlaps the next head's work.
+      for (int64_t h0 = 0; h0 < G; h0 += kHeads) {
+        const int64_t nh = std::min(kHeads, G - h0);
+        __m256 s[kHeads][kAttnBlock / 8], mx[kHeads];
+        for (int64_t h = 0; h < nh; ++h) {
+          const float* q = rows[r].q + (kv_head * G + h0 + h) * hd;
+          mx[h] = _mm256_set1_ps(-INFINITY);
+          for (int64_t g = g_lo; g <= g_hi; ++g) {
+            // Each key's dot is q[0:8] k[0:8], then the FMAs of the next 8 values in order; the 8 keys
+            // advance together so that their 8 chains of FMAs overlap.
+            const float* k8 = kb + 8 * g * ks;
+            __m256 acc[8];
+            const __m256 q0 = _mm256_loadu_ps(q);
+            for (int u = 0; u < 8; ++u) acc[u] = _mm256_mul_ps(q0, _mm256_loadu_ps(k8 + u * ks));
+            for (int64_t v = 1; v < vecs; ++v) {
+              const __m256 qv = _mm256_loadu_ps(q + 8 * v);
+              for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k8 + u * ks + 8 * v), acc[u]);
+            }
+            s[h][g] = _mm256_blendv_ps(_mm256_mul_ps(reduce8(acc), _mm256_set1_ps(L.scale)), _mm256_set1_ps(-INFINITY), hide[g]);
+            mx[h] = _mm256_max_ps(mx[h], s[h][g]);
           }
-          const __m256i lane = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(b0 + 8 * g)),
-                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-          const __m256i out = _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(j_lo)), lane),
-                                              _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(static_cast<int>(j_hi))));
-          s[g] = _mm256_blendv_ps(_mm256_mul_ps(reduce8(acc), _mm256_set1_ps(L.scale)), _mm256_set1_ps(-INFINITY),
-                                  _mm256_castsi256_ps(out));
-          mx = _mm256_max_ps(mx, s[g]);
         }
-        const float m_new = std::max(st[0], hmax(mx));
-        const float alpha = _mm256_cvtss_f32(exp8(_mm256_set1_ps(st[0] - m_new)));
-        __m256 psum = _mm256_setzero_ps();
-        for (int64_t g = g_lo; g <= g_hi; ++g) {
-          const __m256 valid = _mm256_cmp_ps(s[g], _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ);
-          const __m256 p = _mm256_and_ps(exp8(_mm256_sub_ps(s[g], _mm256_set1_ps(m_new))), valid);
-          psum = _mm256_add_ps(psum, p);
-          _mm256_store_ps(prob + 8 * g, p);
-        }
-        st[1] = st[1] * alpha + hsum(psum);
-        st[0] = m_new;
-        // o = o * alpha + sum of p_j V_j in key order, 64 values at a time in registers.
-        const __m256 a = _mm256_set1_ps(alpha);
-        for (int64_t v0 = 0; v0 < vecs; v0 += 8) {
-          const int64_t nv = std::min<int64_t>(8, vecs - v0);
-          __m256 o[8];
-          for (int64_t v = 0; v < nv; ++v) o[v] = _mm256_mul_ps(_mm256_loadu_ps(so + 8 * (v0 + v)), a);
-          for (int64_t j = j_lo; j <= j_hi; ++j) {
-            const __m256 p = _mm256_set1_ps(prob[j - b0]);
-            const float* vj = vb + (j - b0) * ks + 8 * v0;
-            for (int64_t v = 0; v < nv; ++v) o[v] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8 * v), o[v]);
+        for (int64_t h = 0; h < nh; ++h) {
+          float* const st = rows[r].state + (h0 + h) * sf;
+          float* const so = st + 2;
+          const float m_new = std::max(st[0], hmax(mx[h]));
+          const float alpha = _mm256_cvtss_f32(exp8(_mm256_set1_ps(st[0] - m_new)));
+          __m256 psum = _mm256_setzero_ps();
+          for (int64_t g = g_lo; g <= g_hi; ++g) {
+            const __m256 valid = _mm256_cmp_ps(s[h][g], _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ);
+            const __m256 p = _mm256_and_ps(exp8(_mm256_sub_ps(s[h][g], _mm256_set1_ps(m_new))), valid);
+            psum = _mm256_add_ps(psum, p);
+            _mm256_store_ps(prob + 8 * g, p);
           }
-          for (int64_t v = 0; v < nv; ++v) _mm256_storeu_ps(so + 8 * (v0 + v), o[v]);
+          st[1] = st[1] * alpha + hsum(psum);
+          st[0] = m_new;
+          // o = o * alpha + sum of p_j V_j in key order, 64 values at a time in registers.
+          const __m256 a = _mm256_set1_ps(alpha);
+          for (int64_t v0 = 0; v0 < vecs; v0 += 8) {
+            const int64_t nv = std::min<int64_t>(8, vecs - v0);
+            __m256 o[8];
+            for (int64_t v = 0; v < nv; ++v) o[v] = _mm256_mul_ps(_mm256_loadu_ps(so + 8 * (v0 + v)), a);
+            for (int64_t j = j_lo; j <= j_hi; ++j) {
+              const __m256 p = _mm256_set1_ps(prob[j - b0]);
+              const float* vj = vb + (j - b0) * ks + 8 * v0;
+              for (int64_t v = 0; v < nv; ++v) o[v] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8 * v), o[v]);
+            }
+            for (int64_t v = 0; v < nv; ++v) _mm256_storeu_ps(so + 8 * (v0 + v), o[v]);
+          }
         }
       }
     }

@@ -33,9 +33,9 @@ inline void widen_block(const void* cache, int64_t width, int64_t off, int64_t h
   }
 }
 
-// kVecs: head_dim / 8 when known at compile time (the loops over a head's vectors unroll), else 0.
 constexpr int64_t kHeads = 8;  // q heads whose scores are computed before their softmax steps
 
+// kVecs: head_dim / 8 when known at compile time (the loops over a head's vectors unroll), else 0.
 template <bool F16, int64_t kVecs>
 void chunk(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_head, int64_t c) {
   const int64_t hd = L.head_dim, G = L.group, vecs = kVecs ? kVecs : hd / 8, off = kv_head * hd;

@@ -21,7 +21,9 @@ inline int64_t attn_state_floats(int64_t head_dim) { return head_dim + 2; }
 
 // What the kernels need of one layer of one sequence.
 struct AttnLayer {
-  const void* k = nullptr;  // [n_ctx][width] of f32 or f16
+  // [n_ctx][width] of f32 or f16, n_ctx rounded up to whole blocks of kAttnBlock positions: the
+  // kernels read whole groups of 8 keys and mask the positions past a row's own.
+  const void* k = nullptr;
   const void* v = nullptr;
   int64_t width = 0;
   bool f16 = false;

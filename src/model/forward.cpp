@@ -31,13 +31,15 @@ RopeParams rope_for_layer(const Model& m, int64_t l) {
   return p;
 }
 
-// The shape of a step: what every launch of a recorded step depends on (positions, ids and caches
-// reach the device through begin_step).
-uint64_t step_key(const Step& s) {
+// The shape of a step and the Forward whose buffers it uses (`buffers`, the first of them): what every
+// launch of a recorded step depends on (positions, ids and caches reach the device through
+// begin_step). Two Forwards on one backend never replay each other's steps.
+uint64_t step_key(const Step& s, const void* buffers) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the shape's integers
   auto mix = [&](int64_t v) {
     for (int b = 0; b < 8; ++b) h = (h ^ ((static_cast<uint64_t>(v) >> (8 * b)) & 0xff)) * 1099511628211ull;
   };
+  mix(static_cast<int64_t>(reinterpret_cast<uintptr_t>(buffers)));
   mix(s.n_rows);
   mix(s.n_seqs);
   for (int64_t i = 0; i < s.n_seqs; ++i) {
@@ -239,7 +241,7 @@ void Forward::run(std::span<const SeqStep> seqs) {
   // step of the same shape: every decode step after the first. Steps that copy residuals out, make
   // several head passes, or route experts on the host are not recorded.
   const bool recordable = capture_rows_.empty() && step.n_out <= head_rows_ && (!moe_ || moe_on_backend_);
-  const uint64_t key = step_key(step);
+  const uint64_t key = step_key(step, x_.data);
   if (!(recordable && be_.replay(key))) {
     if (recordable) be_.begin_recording(key);
     layers(n, false);

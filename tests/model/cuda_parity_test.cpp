@@ -1,17 +1,21 @@
 // The CUDA backend on every model fixture: both paths (batched prefill, and one token at a time,
 // whose steps from the third on replay a recorded CUDA graph) within the fixtures' pass rule of the
 // exact reference, and the same bytes from two runs; on the MoE fixtures, experts streamed through
-// device slots give the resident bytes for every cache size. Skips without a CUDA device.
+// device slots give the resident bytes for every cache size; and a recorded step never outlives the
+// buffers it was recorded with. Skips without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <tuple>
 
 #include "cuda/require_cuda.h"
+#include "model/forward.h"
 #include "model/parity_util.h"
 #include "moe/moe_test_util.h"
+#include "runtime/token_file.h"
 
 namespace ts {
 namespace {
@@ -78,6 +82,56 @@ TEST_P(CudaStreamed, GivesTheResidentBytesForEveryCacheSize) {
   std::vector<std::string> fl = flags(path);
   for (const char* a : {"--expert-residency", "streamed", "--expert-cache-slots", "3", "--memory-budget-mb", "1"}) fl.push_back(a);
   EXPECT_TRUE(test::same_bytes(resident, test::cli_logits(f, fl, dir))) << f.name << ": streamed from the files differs";
+}
+
+// Decode steps are recorded as CUDA graphs, which hold the addresses of the Forward's buffers: a
+// Forward must never replay another's steps, whether the other is still there (its steps would
+// write into the other's buffers) or gone (into freed memory that may be another's now). Every run
+// here must give the bytes of a Forward alone on a fresh backend.
+class CudaGraphs : public testing::Test {
+ protected:
+  // One token at a time through `forwards` Forwards side by side on `be`, each with a cache of `ctx`
+  // positions, their steps interleaved; `spacer` device floats are held meanwhile, so that these
+  // Forwards' buffers lie elsewhere than earlier ones'.
+  std::vector<std::vector<float>> sequential(Backend& be, const Model& model, int forwards, int64_t ctx, int64_t spacer) {
+    Act hold = be.alloc(1, spacer);
+    const int64_t n = static_cast<int64_t>(ids_.size()), V = model.hp().n_vocab;
+    std::vector<std::vector<float>> logits(forwards, std::vector<float>(static_cast<size_t>(n * V)));
+    {
+      std::vector<std::unique_ptr<KvCache>> kv;
+      std::vector<std::unique_ptr<Forward>> fwd;
+      for (int f = 0; f < forwards; ++f) {
+        kv.push_back(std::make_unique<KvCache>(be, model.hp(), ctx));
+        fwd.push_back(std::make_unique<Forward>(model, be, ForwardOptions{.max_batch = 1}));
+      }
+      for (int64_t i = 0; i < n; ++i)
+        for (int f = 0; f < forwards; ++f) fwd[f]->run(*kv[f], ids_.data() + i, 1, true, logits[f].data() + i * V);
+    }
+    be.release(hold);
+    return logits;
+  }
+  const test::Fixture f_{"gpt-oss-mxfp4", test::models_dir()};
+  const std::vector<int32_t> ids_ = read_token_file(f_.tokens());
+};
+
+TEST_F(CudaGraphs, AForwardNeverReplaysAnothersSteps) {
+  TS_REQUIRE_CUDA();
+  const int64_t n = static_cast<int64_t>(ids_.size());
+  std::vector<float> alone;
+  {
+    const auto be = make_backend("cuda", 2);
+    const auto model = Model::load(f_.gguf(), *be);
+    alone = sequential(*be, *model, 1, n, 1)[0];
+  }
+  const auto be = make_backend("cuda", 2);
+  const auto model = Model::load(f_.gguf(), *be);
+  // One Forward after another, then two side by side, then one again.
+  for (const auto& [forwards, ctx, spacer] : {std::tuple<int, int64_t, int64_t>{1, n, 1}, {1, n + 9, 1 << 20}, {2, 2 * n, 7}, {1, n, 3 << 18}}) {
+    const auto runs = sequential(*be, *model, forwards, ctx, spacer);
+    for (int f = 0; f < forwards; ++f)
+      EXPECT_TRUE(test::same_bytes(alone, runs[f])) << "Forward " << f << " of " << forwards << " with a cache of " << ctx
+                                                    << " positions, after " << spacer << " floats held, differs";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaStreamed,

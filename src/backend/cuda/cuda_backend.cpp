@@ -106,7 +106,12 @@ class CudaBackend final : public Backend {
     return Act{p, n, dim};
   }
   void release(Act& a) override {
-    if (a.data) TS_CUDA(cudaFree(a.data));
+    if (!a.data) return;
+    // A recorded step may read or write these activations. Its key names its Forward by the
+    // Forward's first buffer, and a later Forward may get that address back with its other buffers
+    // elsewhere: recorded steps go with any buffer freed, never replaying into freed memory.
+    forget_recorded_steps();
+    TS_CUDA(cudaFree(a.data));
     a = Act{};
   }
   KvHandle alloc_kv(int64_t n_layer, int64_t n_ctx, int64_t width) override {
@@ -159,6 +164,7 @@ class CudaBackend final : public Backend {
     if (!b.data) return;
     switch (b.kind) {
       case MemKind::Device: {
+        forget_recorded_steps();  // as for release(Act&)
         TS_CUDA(cudaStreamSynchronize(stream_));
         auto it = device_raw_.find(b.data);
         if (it != device_raw_.end()) {
@@ -255,9 +261,7 @@ class CudaBackend final : public Backend {
     const size_t seq_bytes = static_cast<size_t>(ns) * sizeof(gpu::DevSeq);
     const size_t bytes = seq_bytes + static_cast<size_t>(3 * n + no) * sizeof(int32_t);
     if (bytes > step_dev_bytes_) {
-      // Recorded steps point into the old block: they go with it.
-      for (auto& [k, g] : graphs_) TS_CUDA(cudaGraphExecDestroy(g));
-      graphs_.clear();
+      forget_recorded_steps();  // they point into the old block
       TS_CUDA(cudaStreamSynchronize(stream_));
       TS_CUDA(cudaFree(step_dev_buf_));
       step_dev_bytes_ = std::max(bytes, size_t{4096});
@@ -304,6 +308,15 @@ class CudaBackend final : public Backend {
     recording_ = step_.n_rows <= gpu::kMatvecMaxRows && !seen_.insert(key).second;
     recording_key_ = key;
     if (recording_) TS_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  }
+  // Drops every recorded step, after the stream has finished any replay in flight; the next steps
+  // of each shape run unrecorded once (sizing any scratch they need) and are recorded again.
+  void forget_recorded_steps() {
+    if (graphs_.empty() && seen_.empty()) return;
+    TS_CUDA(cudaStreamSynchronize(stream_));
+    for (auto& [k, g] : graphs_) TS_CUDA(cudaGraphExecDestroy(g));
+    graphs_.clear();
+    seen_.clear();
   }
   void end_recording() override {
     if (!recording_) return;

@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${TURBOSPARK_FUZZ_SECONDS:-60}"
 out=build-fuzz
-cmake -S . -B "$out" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# Line tables only (-g1), as in test.sh's sanitizer build: crash reports keep files and lines.
+cmake -S . -B "$out" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DTURBOSPARK_TESTS=OFF -DTURBOSPARK_SANITIZE=OFF -DTURBOSPARK_FUZZ=ON -DTURBOSPARK_CUDA=OFF
 cmake --build "$out" -j"$(nproc)" --target fuzz_targets
 

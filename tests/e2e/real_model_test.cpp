@@ -98,7 +98,7 @@ struct Measures {
   size_t rows = 0;
 };
 
-// The logits of every case on `be`: all of a case's positions in one batched call (prefill), or
+// The distances of every case's logits on `be`, its positions fed in one batched call (prefill) or
 // one token per call (`sequential`, the decode path).
 Measures measure(const RealModel& rm, Backend& be, bool sequential) {
   auto model = Model::load(rm.path, be);
@@ -133,11 +133,10 @@ Measures measure(const RealModel& rm, Backend& be, bool sequential) {
 
 class RealModelTest : public ::testing::TestWithParam<const char*> {};
 
-// The exact path (--precision exact) here; the CPU's default path is held next to it in
-// tests/model/real_fidelity_test.cpp.
-
-// Margins, from measurements (8 prompts x 24 positions per model): the exact path lands at mean KL
-// 2.9e-12 (SmolLM2) and 2.2e-12 (Gemma) from the float64 reference. The bound 1e-9 leaves a factor
+// The exact path (--precision exact); the CPU's default path is held next to it in
+// tests/model/real_fidelity_test.cpp. Margins, from measurements (8 prompts x 24 positions per
+// model): the exact path lands at mean KL 2.9e-12 (SmolLM2) and 2.2e-12 (Gemma) from the float64
+// reference. The bound 1e-9 leaves a factor
 // of 350 for summation-order changes, while semantic errors land far above it: RMS epsilon 1e-6
 // instead of 1e-5 gives 1.9e-7 on SmolLM2 (with top-1 still 100%), 1e-5 instead of 1e-6 gives 7.9e-3
 // on Gemma, a RoPE base 20% off gives 3.4e-4 and 5.4e-5. Top-1 agreement with the reference is exact
@@ -169,12 +168,13 @@ TEST_P(RealModelTest, OnCudaBothPathsStayNextToTheExactReference) {
   TS_REQUIRE_REAL_MODEL(rm.path);
   const auto be = make_backend("cuda", 2);
   for (const bool sequential : {false, true}) {
+    const char* path = sequential ? "sequential" : "prefill";
     const Measures m = measure(rm, *be, sequential);
     std::printf("%s on cuda, %s: %zu positions, mean KL %.3e, top-1 vs reference %.3f, vs llama.cpp greedy %.3f\n", GetParam(),
-                sequential ? "sequential" : "prefill", m.rows, m.mean_kl, m.top1_ref, m.top1_llamacpp);
-    EXPECT_LE(m.mean_kl, 1e-5) << (sequential ? "sequential" : "prefill");
-    EXPECT_GE(m.top1_ref, 0.99) << (sequential ? "sequential" : "prefill");
-    EXPECT_GE(m.top1_llamacpp, 0.90) << (sequential ? "sequential" : "prefill");
+                path, m.rows, m.mean_kl, m.top1_ref, m.top1_llamacpp);
+    EXPECT_LE(m.mean_kl, 1e-5) << path;
+    EXPECT_GE(m.top1_ref, 0.99) << path;
+    EXPECT_GE(m.top1_llamacpp, 0.90) << path;
   }
 }
 

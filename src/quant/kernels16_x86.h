@@ -137,6 +137,8 @@ struct Shape {
 };
 
 struct Q4_0 : Shape<layout::q4_0_bytes, kQK, kQK, MinSign::none> {
+  static constexpr int kNibbleQs = layout::q4_0_qs;
+  alignas(64) static constexpr int16_t kNibbleWords[32] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
   static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
     const __m256i w = widen_u8(b + layout::q4_0_qs), eight = _mm256_set1_epi16(8);
     c[0] = _mm256_sub_epi16(low4(w), eight);
@@ -145,6 +147,8 @@ struct Q4_0 : Shape<layout::q4_0_bytes, kQK, kQK, MinSign::none> {
   static void factors8(const uint8_t* const* p, __m256* D, __m256*) { D[0] = gather_f16(p, 0); }
 };
 struct Q4_1 : Shape<layout::q4_1_bytes, kQK, kQK, MinSign::add> {
+  static constexpr int kNibbleQs = layout::q4_1_qs;
+  alignas(64) static constexpr int16_t kNibbleWords[32] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
     const __m256i w = widen_u8(b + layout::q4_1_qs);
     c[0] = low4(w);
@@ -184,6 +188,8 @@ struct Q8_0 : Shape<layout::q8_0_bytes, kQK, kQK, MinSign::none> {
   static void factors8(const uint8_t* const* p, __m256* D, __m256*) { D[0] = gather_f16(p, 0); }
 };
 struct Mxfp4 : Shape<layout::mxfp4_bytes, kQK, kQK, MinSign::none> {
+  static constexpr int kNibbleQs = layout::mxfp4_qs;
+  alignas(64) static constexpr int16_t kNibbleWords[32] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
   static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
     __m128i lut;
     std::memcpy(&lut, kMxfp4Values, 16);
@@ -196,8 +202,7 @@ struct Mxfp4 : Shape<layout::mxfp4_bytes, kQK, kQK, MinSign::none> {
 #if TS_X86_WIDE
   // vpermw looks words up in a table of words: one instruction per 32 values, no sign fix-up.
   static void codes2(const uint8_t* a, const uint8_t* b, int, __m512i (&c)[2]) {
-    alignas(64) static constexpr int16_t kTable[32] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-    const __m512i table = _mm512_load_si512(kTable), w = widen_u8_2(a + layout::mxfp4_qs, b + layout::mxfp4_qs);
+    const __m512i table = _mm512_load_si512(kNibbleWords), w = widen_u8_2(a + layout::mxfp4_qs, b + layout::mxfp4_qs);
     c[0] = _mm512_permutexvar_epi16(low4(w), table);
     c[1] = _mm512_permutexvar_epi16(high4(w), table);
   }
@@ -355,37 +360,50 @@ inline void store_rows(float* y, __m256 v, int n) {
   std::memcpy(y, tmp, static_cast<size_t>(n) * sizeof(float));
 }
 
-// Rows p[0..7] (pointers to the rows' first blocks; unused rows repeat a valid one) times T
-// activation rows; writes the first n results of token t to y[t]. `ahead` (ahead_bytes long, or
-// null) is fetched into the cache meanwhile, a slice per block: the caller's next 8 rows. Rows of a
-// few hundred bytes are too short for the hardware prefetcher to learn 8 interleaved streams, and
-// decode waits on memory otherwise. Up to kAheadToL1Bytes the next rows go to L1, longer ones to L2
-// only: 8 rows of 2880 Q8_0 values (24 KiB) prefetched into a 32 KiB L1 evict the rows being read
-// (AVX2 host, one thread: quant_bench Matvecx16/Q8_0 13.7 -> 25.5 GB/s; synthesized 20b tg16 8.9 ->
-// 10.7 tok/s), while short rows gain from L1 (all to L2: SmolLM2's 2.9-4.9 KiB groups tg128 15-20%
-// slower, the mini's 8.7 KiB Q8_0 groups about 4%).
+// The caller's next rows, fetched into the cache while the current ones compute, a slice per block:
+// rows of a few hundred bytes are too short for the hardware prefetcher to learn 8 or 16 interleaved
+// streams, and both decode and panel building wait on memory otherwise. Up to kAheadToL1Bytes the
+// next rows go to L1, longer ones to L2 only: 8 rows of 2880 Q8_0 values (24 KiB) prefetched into a
+// 32 KiB L1 evict the rows being read (AVX2 host, one thread: quant_bench Matvecx16/Q8_0 13.7 ->
+// 25.5 GB/s; synthesized 20b tg16 8.9 -> 10.7 tok/s), while short rows gain from L1 (all to L2:
+// SmolLM2's 2.9-4.9 KiB groups tg128 15-20% slower, the mini's 8.7 KiB Q8_0 groups about 4%).
 inline constexpr size_t kAheadToL1Bytes = 16384;
+class Ahead {
+ public:
+  Ahead(const uint8_t* next, size_t bytes, int64_t n_blocks)
+      : next_(next), slice_(next ? (bytes + static_cast<size_t>(n_blocks) - 1) / static_cast<size_t>(n_blocks) : 0),
+        to_l2_(bytes > kAheadToL1Bytes) {}
+  void fetch(int64_t blk) const {
+    for (size_t o = 0; o < slice_; o += 64) {
+      const char* a = reinterpret_cast<const char*>(next_ + static_cast<size_t>(blk) * slice_ + o);
+      if (to_l2_) _mm_prefetch(a, _MM_HINT_T1);
+      else _mm_prefetch(a, _MM_HINT_T0);
+    }
+  }
+
+ private:
+  const uint8_t* next_ = nullptr;
+  size_t slice_ = 0;
+  bool to_l2_ = false;
+};
+
 // Formats with biased_codes (where there is no codes2) decode and build panels with them, and take
 // kBias * (the activation block's sum of q) back from each block's sum.
 template <class F>
 constexpr bool kBiasedDecode = !TS_X86_WIDE && requires(__m256i (&c)[2]) { F::biased_codes(nullptr, c); };
 
+// Rows p[0..7] (pointers to the rows' first blocks; unused rows repeat a valid one) times T
+// activation rows; writes the first n results of token t to y[t], fetching `ahead` meanwhile.
+
 template <class F, int T>
-void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* const* y, int n, const uint8_t* ahead,
-                  size_t ahead_bytes) {
+void rows8_tokens(const uint8_t* const* p, int64_t k, const Act16Row* x, float* const* y, int n, const Ahead& ahead) {
   __m256 acc[T], accm[T];
   for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
   const int64_t n_blocks = k / F::kElems;
   // Formats with codes2 keep their accumulators' lanes in kPairOrder (rows 0, 2, 4, 6, 1, 3, 5, 7).
   [[maybe_unused]] constexpr bool kPairs = TS_X86_WIDE && requires(__m512i (&c)[F::kVecs]) { F::codes2(p[0], p[1], 0, c); };
-  const size_t slice = ahead ? (ahead_bytes + static_cast<size_t>(n_blocks) - 1) / static_cast<size_t>(n_blocks) : 0;
-  const bool to_l2 = ahead_bytes > kAheadToL1Bytes;
   for (int64_t blk = 0; blk < n_blocks; ++blk) {
-    for (size_t o = 0; o < slice; o += 64) {
-      const char* a = reinterpret_cast<const char*>(ahead + static_cast<size_t>(blk) * slice + o);
-      if (to_l2) _mm_prefetch(a, _MM_HINT_T1);
-      else _mm_prefetch(a, _MM_HINT_T0);
-    }
+    ahead.fetch(blk);
     const uint8_t* bp[8];
     for (int r = 0; r < 8; ++r) bp[r] = p[r] + blk * F::kBytes;
     __m256 D[F::kGroups], M[F::kGroups];
@@ -523,11 +541,12 @@ size_t panel_bytes(int64_t k) {
 // (fewer instructions to build, which counts where an expert sees few tokens; one subtraction per
 // group and token in panel_tile).
 template <class F>
-void build_panel(const uint8_t* const* p, int64_t k, __m256i* panel, int half) {
+void build_panel(const uint8_t* const* p, int64_t k, __m256i* panel, int half, const Ahead& ahead) {
   const int64_t groups = k / F::kGroup;
   auto* D = reinterpret_cast<__m256*>(panel + k / 2 * kHalves);
   __m256* M = D + groups * kHalves;
   for (int64_t blk = 0; blk < k / F::kElems; ++blk) {
+    ahead.fetch(blk);
     const uint8_t* bp[8];
     for (int r = 0; r < 8; ++r) bp[r] = p[r] + blk * F::kBytes;
     __m256 d[F::kGroups], m[F::kGroups];
@@ -551,6 +570,67 @@ void build_panel(const uint8_t* const* p, int64_t k, __m256i* panel, int half) {
     }
   }
 }
+
+#if TS_X86_WIDE
+// Formats whose 32 values are the nibbles of 16 bytes (value l low in byte l, value l + 16 high), each
+// looked up in a 16-entry word table (kNibbleWords): Q4_0, Q4_1, MXFP4.
+template <class F>
+concept NibbleTable = requires { F::kNibbleQs; F::kNibbleWords; };
+
+// The same panel as two build_panel halves, 16 rows at a time: the rows' byte pairs (q[2j], q[2j+1])
+// are transposed as words (two vpermt2w and a blend per two pairs j), then each word's low nibbles
+// are pair j and its high nibbles pair j + 8, widened and looked up by vpermw: about 90 instructions
+// per block of 16 rows where the halves take about 220 (8x8 transposes of unpacked codes). Building
+// counts where an expert sees few tokens per chunk (perf, the mini's pp512: 13% of the time). Zen 4,
+// one thread, quant_bench Matmul8x16/avx512-vnni: MXFP4 3.05 -> 3.3k tok/s, Q4_1 2.6 -> 3.1k; with
+// the rows fetched ahead (Ahead) 3.75k and 3.3k.
+template <class F>
+  requires NibbleTable<F>
+void build_panel16(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahead& ahead) {
+  const int64_t groups = k / F::kGroup;
+  auto* D = reinterpret_cast<__m256*>(panel + k / 2);
+  __m256* M = D + groups * kHalves;
+  const __m512i table = _mm512_load_si512(F::kNibbleWords), nibble = _mm512_set1_epi16(0x0F);
+  // Word q of output m, in 128-bit lane L = q / 8: row r = 4L + q % 4, pair j = 2m + q % 8 / 4, so
+  // that unpacking the lanes' low and high 8 bytes with zeros gives pairs 2m and 2m + 1 of rows
+  // 0..15 in order. Rows 0..7 come from (A, B) (4 rows of 8 words each), rows 8..15 from (C, E) with
+  // the same indices.
+  const __m512i zero = _mm512_setzero_si512();
+  alignas(64) int16_t first[32];
+  for (int q = 0; q < 32; ++q) first[q] = static_cast<int16_t>((q / 8 % 2 ? 32 : 0) + 8 * (q % 4) + q % 8 / 4);
+  const __m512i idx0 = _mm512_load_si512(first);
+  for (int64_t blk = 0; blk < groups; ++blk) {
+    const uint8_t* bp[16];
+    for (int r = 0; r < 16; ++r) bp[r] = p[r] + blk * F::kBytes;
+    ahead.fetch(blk);
+    for (int h = 0; h < 2; ++h) {
+      __m256 d[1], m[1];
+      F::factors8(bp + 8 * h, d, m);
+      _mm256_store_ps(reinterpret_cast<float*>(D + blk * kHalves + h), d[0]);
+      if constexpr (F::kSign != MinSign::none) _mm256_store_ps(reinterpret_cast<float*>(M + blk * kHalves + h), m[0]);
+    }
+    __m512i rows4[4];
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t* const* q = bp + 4 * i;
+      __m512i v = _mm512_castsi128_si512(loadu128(q[0] + F::kNibbleQs));
+      v = _mm512_inserti32x4(v, loadu128(q[1] + F::kNibbleQs), 1);
+      v = _mm512_inserti32x4(v, loadu128(q[2] + F::kNibbleQs), 2);
+      rows4[i] = _mm512_inserti32x4(v, loadu128(q[3] + F::kNibbleQs), 3);
+    }
+    __m512i* out = panel + blk * (kQK / 2);
+    for (int m = 0; m < 4; ++m) {
+      const __m512i idx = _mm512_add_epi16(idx0, _mm512_set1_epi16(static_cast<int16_t>(2 * m)));
+      const __m512i words = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_permutex2var_epi16(rows4[0], idx, rows4[1]),
+                                                    _mm512_permutex2var_epi16(rows4[2], idx, rows4[3]));
+      for (int half = 0; half < 2; ++half) {
+        const __m512i w = half ? _mm512_unpackhi_epi8(words, zero) : _mm512_unpacklo_epi8(words, zero);
+        _mm512_store_si512(out + 2 * m + half, _mm512_permutexvar_epi16(_mm512_and_si512(w, nibble), table));
+        _mm512_store_si512(out + 2 * m + half + 8, _mm512_permutexvar_epi16(_mm512_srli_epi16(w, 4), table));
+      }
+    }
+  }
+}
+#endif
 
 // P panels times T tokens: per pair of values, P weight loads and T broadcasts feed P * T
 // multiply-adds, so the broadcasts are shared by P * kPanelRows rows. The int32 sums of a group stay
@@ -634,13 +714,13 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
       }
       const bool more = r0 + 8 < rows;
       const uint8_t* next = more ? W + (r0 + 8) * ws : nullptr;
-      const size_t next_bytes = more ? static_cast<size_t>(std::min<int64_t>(8, rows - r0 - 8)) * ws : 0;
+      const Ahead ahead(next, more ? static_cast<size_t>(std::min<int64_t>(8, rows - r0 - 8)) * ws : 0, k / F::kElems);
       switch (n_tok) {
-        case 1: rows8_tokens<F, 1>(p, k, x, y, n, next, next_bytes); break;
-        case 2: rows8_tokens<F, 2>(p, k, x, y, n, next, next_bytes); break;
-        case 3: rows8_tokens<F, 3>(p, k, x, y, n, next, next_bytes); break;
-        case 4: rows8_tokens<F, 4>(p, k, x, y, n, next, next_bytes); break;
-        default: rows8_tokens<F, 5>(p, k, x, y, n, next, next_bytes); break;
+        case 1: rows8_tokens<F, 1>(p, k, x, y, n, ahead); break;
+        case 2: rows8_tokens<F, 2>(p, k, x, y, n, ahead); break;
+        case 3: rows8_tokens<F, 3>(p, k, x, y, n, ahead); break;
+        case 4: rows8_tokens<F, 4>(p, k, x, y, n, ahead); break;
+        default: rows8_tokens<F, 5>(p, k, x, y, n, ahead); break;
       }
     }
     return;
@@ -654,14 +734,29 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
   auto panel = [&](int64_t i) { return reinterpret_cast<PanelVec::I*>(base + i * one); };
   for (int64_t s0 = 0; s0 < rows; s0 += per_set * R) {
     const int64_t n_panels = std::min(per_set, (rows - s0 + R - 1) / R);
-    for (int64_t i = 0; i < n_panels; ++i)
+    for (int64_t i = 0; i < n_panels; ++i) {
+      const uint8_t* p[kPanelRows];
       for (int h = 0; h < kHalves; ++h) {
         // A half past the last row repeats the half before it; its results are not stored.
         const int64_t r0 = std::min(s0 + R * i + 8 * h, (rows - 1) / 8 * 8);
-        const uint8_t* p[8];
-        row_ptrs(r0, static_cast<int>(std::min<int64_t>(8, rows - r0)), p);
-        build_panel<F>(p, k, reinterpret_cast<__m256i*>(panel(i)), h);
+        row_ptrs(r0, static_cast<int>(std::min<int64_t>(8, rows - r0)), p + 8 * h);
       }
+      // Building reads each row a block at a time across the panel's rows: the rows that follow are
+      // fetched meanwhile (Ahead). Zen 4, quant_bench Matmul8x16 (one thread): Q8_0 +15% on both the
+      // avx2 and avx512-vnni tables, MXFP4 avx2 +16%; the synthesized 20b's pp64 +7-14%.
+      auto ahead = [&](int64_t first, int64_t n) {
+        const int64_t a = std::min(rows, first), b = std::min(rows, first + n);
+        return Ahead(W + a * ws, static_cast<size_t>(b - a) * ws, k / F::kElems);
+      };
+#if TS_X86_WIDE
+      if constexpr (NibbleTable<F>) {
+        build_panel16<F>(p, k, panel(i), ahead(s0 + R * (i + 1), R));
+        continue;
+      }
+#endif
+      for (int h = 0; h < kHalves; ++h)
+        build_panel<F>(p + 8 * h, k, reinterpret_cast<__m256i*>(panel(i)), h, ahead(s0 + R * i + 8 * (h + 1), 8));
+    }
     // Panels go in pairs (the last one alone if their number is odd); tokens in tiles of 4.
     for (int64_t i = 0; i < n_panels; i += 2) {
       const bool two = i + 1 < n_panels;

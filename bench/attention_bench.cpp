@@ -33,7 +33,8 @@ void Prefill(benchmark::State& state) {
   AttnLayer L;
   L.k = kh.data();
   L.v = vh.data();
-  L.width = hd;
+  L.key_stride = hd;
+  L.head_stride = n * hd;
   L.f16 = true;
   L.head_dim = hd;
   L.group = group;

@@ -27,16 +27,18 @@ TEST_P(AttentionKernel, MatchesAttentionInDouble) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
     GTEST_SKIP() << "the kernel needs AVX2, FMA and F16C (the backend uses it only then)";
   const Case c = GetParam();
-  const int64_t hd = c.head_dim, G = c.group, n = 75, width = 2 * hd;  // two KV heads; the test uses the second
+  const int64_t hd = c.head_dim, G = c.group, n = 75;  // two KV heads; the test uses the second
   std::mt19937 rng(7);
   std::normal_distribution<float> g;
-  // The cache holds whole blocks of positions, zeros past the last (as the backend allocates it).
+  // The cache holds whole blocks of positions, zeros past the last, each head's positions together
+  // (as the backend allocates it).
   const int64_t positions = (n + kAttnBlock - 1) / kAttnBlock * kAttnBlock;
-  std::vector<float> k(positions * width), v(positions * width), q(n * 2 * G * hd);
-  for (int64_t i = 0; i < n * width; ++i) {
-    k[i] = g(rng);
-    v[i] = g(rng);
-  }
+  std::vector<float> k(2 * positions * hd), v(2 * positions * hd), q(n * 2 * G * hd);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = h * positions * hd; i < (h * positions + n) * hd; ++i) {
+      k[i] = g(rng);
+      v[i] = g(rng);
+    }
   for (float& x : q) x = g(rng);
   for (const bool f16 : {false, true}) {
     // An f16 cache holds the rounded values: the reference reads the same ones.
@@ -53,7 +55,8 @@ TEST_P(AttentionKernel, MatchesAttentionInDouble) {
     AttnLayer L;
     L.k = f16 ? static_cast<const void*>(kh.data()) : k.data();
     L.v = f16 ? static_cast<const void*>(vh.data()) : v.data();
-    L.width = width;
+    L.key_stride = hd;
+    L.head_stride = positions * hd;
     L.f16 = f16;
     L.head_dim = hd;
     L.group = G;
@@ -77,14 +80,14 @@ TEST_P(AttentionKernel, MatchesAttentionInDouble) {
         double mx = -INFINITY, sum = 0;
         for (int64_t j = lo; j <= i; ++j) {
           double d = 0;
-          for (int64_t e = 0; e < hd; ++e) d += static_cast<double>(qh[e]) * kr[j * width + hd + e];
+          for (int64_t e = 0; e < hd; ++e) d += static_cast<double>(qh[e]) * kr[(positions + j) * hd + e];
           w.push_back(d * L.scale);
           mx = std::max(mx, w.back());
         }
         for (double& x : w) sum += (x = std::exp(x - mx));
         for (int64_t e = 0; e < hd; ++e) {
           double o = 0;
-          for (int64_t j = lo; j <= i; ++j) o += w[j - lo] / sum * vr[j * width + hd + e];
+          for (int64_t j = lo; j <= i; ++j) o += w[j - lo] / sum * vr[(positions + j) * hd + e];
           worst = std::max(worst, std::abs(o - out[e]));
         }
       }

@@ -21,11 +21,12 @@ inline int64_t attn_state_floats(int64_t head_dim) { return head_dim + 2; }
 
 // What the kernels need of one layer of one sequence.
 struct AttnLayer {
-  // [n_ctx][width] of f32 or f16, n_ctx rounded up to whole blocks of kAttnBlock positions: the
-  // kernels read whole groups of 8 keys and mask the positions past a row's own.
+  // f32 or f16, element e of key j of KV head h at [j * key_stride + h * head_stride + e], the
+  // positions rounded up to whole blocks of kAttnBlock: the kernels read whole groups of 8 keys and
+  // mask the positions past a row's own.
   const void* k = nullptr;
   const void* v = nullptr;
-  int64_t width = 0;
+  int64_t key_stride = 0, head_stride = 0;
   bool f16 = false;
   int64_t head_dim = 0, group = 0;  // q heads per kv head
   float scale = 1.0f;

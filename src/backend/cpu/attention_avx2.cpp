@@ -24,9 +24,9 @@ inline __m256 reduce8(const __m256 (&a)[8]) {
 }
 
 // Keys j0..j1 of one head of an f16 cache as floats, [j - j0][hd] from out[0].
-inline void widen_block(const void* cache, int64_t width, int64_t off, int64_t hd, int64_t j0, int64_t j1, float* out) {
+inline void widen_block(const void* cache, int64_t stride, int64_t off, int64_t hd, int64_t j0, int64_t j1, float* out) {
   for (int64_t j = j0; j <= j1; ++j) {
-    const uint16_t* src = static_cast<const uint16_t*>(cache) + j * width + off;
+    const uint16_t* src = static_cast<const uint16_t*>(cache) + j * stride + off;
     float* dst = out + (j - j0) * hd;
     for (int64_t i = 0; i < hd; i += 8)
       _mm256_store_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
@@ -38,7 +38,7 @@ constexpr int64_t kHeads = 8;  // q heads whose scores are computed before their
 // kVecs: head_dim / 8 when known at compile time (the loops over a head's vectors unroll), else 0.
 template <bool F16, int64_t kVecs>
 void chunk(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_head, int64_t c) {
-  const int64_t hd = L.head_dim, G = L.group, vecs = kVecs ? kVecs : hd / 8, off = kv_head * hd;
+  const int64_t hd = L.head_dim, G = L.group, vecs = kVecs ? kVecs : hd / 8, off = kv_head * L.head_stride;
   const int64_t c0 = c * kAttnChunk, c1 = c0 + kAttnChunk - 1;
   int64_t lo_all = INT64_MAX, hi_all = -1;
   const int64_t sf = attn_state_floats(hd);
@@ -61,13 +61,13 @@ void chunk(const AttnLayer& L, const AttnRow* rows, int64_t n_rows, int64_t kv_h
   float* const vf = F16 ? kf + kAttnBlock * hd : nullptr;
   for (int64_t b0 = lo_all / kAttnBlock * kAttnBlock; b0 <= hi_all; b0 += kAttnBlock) {
     // key j's values at kb + (j - b0) * ks, its V row at vb + (j - b0) * ks
-    const float* kb = static_cast<const float*>(L.k) + (F16 ? 0 : b0 * L.width + off);
-    const float* vb = static_cast<const float*>(L.v) + (F16 ? 0 : b0 * L.width + off);
-    const int64_t ks = F16 ? hd : L.width;
+    const float* kb = static_cast<const float*>(L.k) + (F16 ? 0 : b0 * L.key_stride + off);
+    const float* vb = static_cast<const float*>(L.v) + (F16 ? 0 : b0 * L.key_stride + off);
+    const int64_t ks = F16 ? hd : L.key_stride;
     if constexpr (F16) {
       const int64_t j0 = std::max(b0, lo_all), j1 = std::min(b0 + kAttnBlock - 1, hi_all);
-      widen_block(L.k, L.width, off, hd, j0, j1, kf + (j0 - b0) * hd);
-      widen_block(L.v, L.width, off, hd, j0, j1, vf + (j0 - b0) * hd);
+      widen_block(L.k, L.key_stride, off, hd, j0, j1, kf + (j0 - b0) * hd);
+      widen_block(L.v, L.key_stride, off, hd, j0, j1, vf + (j0 - b0) * hd);
       kb = kf;
       vb = vf;
     }

@@ -46,16 +46,20 @@ void CpuBackend::attention(int64_t layer, Act q, Act k, Act v, const AttentionPa
   // The step's K and V rows go into the caches first: later rows of a sequence attend to earlier
   // ones of the same step.
   const size_t eb = kv_elem_bytes();
+  const int64_t hd = p.head_dim;
   auto write_row = [&](int64_t i) {
     const KvSeq& kv = kv_.at(seqs_[row_seq_[i]].kv);
-    uint8_t* kd = kv.k[layer].get() + static_cast<size_t>(row_pos_[i] * kv.width) * eb;
-    uint8_t* vd = kv.v[layer].get() + static_cast<size_t>(row_pos_[i] * kv.width) * eb;
-    if (kv_type_ == KvType::F16) {
-      cpu::store_f16_avx2(k.row(i), reinterpret_cast<uint16_t*>(kd), kv.width);
-      cpu::store_f16_avx2(v.row(i), reinterpret_cast<uint16_t*>(vd), kv.width);
-    } else {
-      std::memcpy(kd, k.row(i), kv.width * sizeof(float));
-      std::memcpy(vd, v.row(i), kv.width * sizeof(float));
+    for (int64_t h = 0; h < p.n_head_kv; ++h) {
+      const size_t at = static_cast<size_t>((h * kv.positions + row_pos_[i]) * hd) * eb;
+      uint8_t* kd = kv.k[layer].get() + at;
+      uint8_t* vd = kv.v[layer].get() + at;
+      if (kv_type_ == KvType::F16) {
+        cpu::store_f16_avx2(k.row(i) + h * hd, reinterpret_cast<uint16_t*>(kd), hd);
+        cpu::store_f16_avx2(v.row(i) + h * hd, reinterpret_cast<uint16_t*>(vd), hd);
+      } else {
+        std::memcpy(kd, k.row(i) + h * hd, hd * sizeof(float));
+        std::memcpy(vd, v.row(i) + h * hd, hd * sizeof(float));
+      }
     }
   };
   if (q.n >= 64) pool_.parallel_for(q.n, write_row);
@@ -69,16 +73,16 @@ void CpuBackend::attention_reference(int64_t layer, Act q, const AttentionParams
   pool_.parallel_for(q.n * p.n_head, [&](int64_t task) {
     const int64_t i = task / p.n_head, h = task % p.n_head, kvh = h / group;
     const KvSeq& kv = kv_.at(seqs_[row_seq_[i]].kv);
-    const auto* K = reinterpret_cast<const float*>(kv.k[layer].get());
-    const auto* V = reinterpret_cast<const float*>(kv.v[layer].get());
-    const int64_t width = kv.width, pos = row_pos_[i];
+    const auto* K = reinterpret_cast<const float*>(kv.k[layer].get()) + kvh * kv.positions * hd;
+    const auto* V = reinterpret_cast<const float*>(kv.v[layer].get()) + kvh * kv.positions * hd;
+    const int64_t pos = row_pos_[i];
     const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
     thread_local std::vector<float> scores;
     scores.resize(pos - lo + 1);
     const float* qh = q.row(i) + h * hd;
     float mx = p.sinks ? p.sinks[h] : -INFINITY;
     for (int64_t j = lo; j <= pos; ++j) {
-      const float* kj = K + j * width + kvh * hd;
+      const float* kj = K + j * hd;
       float d = 0;
       for (int64_t e = 0; e < hd; ++e) d += qh[e] * kj[e];
       scores[j - lo] = d * p.scale;
@@ -95,7 +99,7 @@ void CpuBackend::attention_reference(int64_t layer, Act q, const AttentionParams
     std::fill(o, o + hd, 0.0f);
     for (int64_t j = lo; j <= pos; ++j) {
       const float wgt = scores[j - lo] * inv;
-      const float* vj = V + j * width + kvh * hd;
+      const float* vj = V + j * hd;
       for (int64_t e = 0; e < hd; ++e) o[e] += wgt * vj[e];
     }
   });
@@ -144,7 +148,8 @@ void CpuBackend::attention_fast(int64_t layer, Act q, const AttentionParams& p, 
     cpu::AttnLayer lk = L;
     lk.k = kv.k[layer].get();
     lk.v = kv.v[layer].get();
-    lk.width = kv.width;
+    lk.key_stride = p.head_dim;
+    lk.head_stride = kv.positions * p.head_dim;
     cpu::AttnRow rows[kRowsPerAttnTask];
     for (int64_t r = 0; r < tk.n; ++r) {
       const int64_t i = tk.row0 + r;

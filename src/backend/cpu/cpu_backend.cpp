@@ -63,6 +63,7 @@ KvHandle CpuBackend::alloc_kv(int64_t n_layer, int64_t n_ctx, int64_t width) {
   // Zeroed, and rounded up to whole attention blocks: the kernels read whole blocks of keys and
   // values and mask the positions not yet written (or past the context).
   const int64_t positions = (n_ctx + cpu::kAttnBlock - 1) / cpu::kAttnBlock * cpu::kAttnBlock;
+  seq.positions = positions;
   const size_t bytes = static_cast<size_t>(positions) * width * kv_elem_bytes();
   for (int64_t l = 0; l < n_layer; ++l) {
     seq.k.emplace_back(new (std::nothrow) uint8_t[bytes]());

@@ -101,9 +101,13 @@ class CpuBackend final : public Backend {
   KvType kv_type_;
   bool fast_;  // the fast operations (any precision but Exact, on a CPU with AVX2)
   std::deque<std::vector<float>> vectors_;   // uploaded f32 vectors (stable addresses)
-  // One sequence's cache: K and V of every layer, [n_ctx][width] elements of kv_type_ each.
+  // One sequence's cache: K and V of every layer, elements of kv_type_, each KV head's positions
+  // together: [width / head_dim][positions][head_dim], positions = n_ctx rounded up to whole
+  // attention blocks. Decode reads one head's keys at a time: rows of all heads side by side gave it
+  // a line or two out of every row, and decode at depth 4096 read them at a quarter of the rate of a
+  // contiguous run (one thread, Zen 4: 7.7 against 33.6 GB/s, the SmolLM2 cache's shape).
   struct KvSeq {
-    int64_t n_ctx = 0, width = 0;
+    int64_t n_ctx = 0, width = 0, positions = 0;
     std::vector<std::unique_ptr<uint8_t[]>> k, v;  // per layer
   };
   std::map<KvHandle, KvSeq> kv_;

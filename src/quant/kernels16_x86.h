@@ -584,6 +584,16 @@ concept NibbleTable = requires { F::kNibbleQs; F::kNibbleWords; };
 // counts where an expert sees few tokens per chunk (perf, the mini's pp512: 13% of the time). Zen 4,
 // one thread, quant_bench Matmul8x16/avx512-vnni: MXFP4 3.05 -> 3.3k tok/s, Q4_1 2.6 -> 3.1k; with
 // the rows fetched ahead (Ahead) 3.75k and 3.3k.
+// Word q of build_panel16's output m (indices for m = 0; m adds 2 * m), in 128-bit lane L = q / 8:
+// row r = 4L + q % 4, pair j = 2m + q % 8 / 4, so that unpacking the lanes' low and high 8 bytes
+// with zeros gives pairs 2m and 2m + 1 of rows 0..15 in order. Rows 0..7 come from (A, B) (4 rows of
+// 8 words each), rows 8..15 from (C, E) with the same indices.
+alignas(64) inline constexpr std::array<int16_t, 32> kPanel16Words = [] {
+  std::array<int16_t, 32> w{};
+  for (int q = 0; q < 32; ++q) w[q] = static_cast<int16_t>((q / 8 % 2 ? 32 : 0) + 8 * (q % 4) + q % 8 / 4);
+  return w;
+}();
+
 template <class F>
   requires NibbleTable<F>
 void build_panel16(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahead& ahead) {
@@ -591,14 +601,7 @@ void build_panel16(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahe
   auto* D = reinterpret_cast<__m256*>(panel + k / 2);
   __m256* M = D + groups * kHalves;
   const __m512i table = _mm512_load_si512(F::kNibbleWords), nibble = _mm512_set1_epi16(0x0F);
-  // Word q of output m, in 128-bit lane L = q / 8: row r = 4L + q % 4, pair j = 2m + q % 8 / 4, so
-  // that unpacking the lanes' low and high 8 bytes with zeros gives pairs 2m and 2m + 1 of rows
-  // 0..15 in order. Rows 0..7 come from (A, B) (4 rows of 8 words each), rows 8..15 from (C, E) with
-  // the same indices.
-  const __m512i zero = _mm512_setzero_si512();
-  alignas(64) int16_t first[32];
-  for (int q = 0; q < 32; ++q) first[q] = static_cast<int16_t>((q / 8 % 2 ? 32 : 0) + 8 * (q % 4) + q % 8 / 4);
-  const __m512i idx0 = _mm512_load_si512(first);
+  const __m512i zero = _mm512_setzero_si512(), idx0 = _mm512_load_si512(kPanel16Words.data());
   for (int64_t blk = 0; blk < groups; ++blk) {
     const uint8_t* bp[16];
     for (int r = 0; r < 16; ++r) bp[r] = p[r] + blk * F::kBytes;

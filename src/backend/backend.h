@@ -124,6 +124,7 @@ struct RoutedExperts {
   const Mat* router = nullptr;
   const float* router_bias = nullptr;
   std::span<const ExpertWeights> experts;
+  bool accumulate = false;  // out += the weighted sum (out is the residual), not out = it
 };
 
 // A gated feed-forward block (a dense FFN or one routed expert):

@@ -126,8 +126,11 @@ void Forward::ffn_block(int64_t l, Act x) {
     be_.rms_norm(x, w.ffn_norm, hp.norm_eps, hp.n_embd, h);
     NextRouter next;  // lets the store read the next layer's likely experts ahead
     if (l + 1 < hp.n_layer && m_.layer(l + 1).router.data) next = {&m_.layer(l + 1).router, m_.layer(l + 1).router_bias, m_.layer(l + 1).ffn_norm, hp.norm_eps};
-    moe_->forward(m_.experts(), l, w.router, w.router_bias, h, y, opt_.expert_order, x, next);
+    // Without a norm on the experts' output, their sum goes straight into the residual.
+    const bool into_x = !w.post_ffn_norm;
+    moe_->forward(m_.experts(), l, w.router, w.router_bias, h, y, opt_.expert_order, x, next, into_x);
     moe_routing_[l] = moe_->last_routing();
+    if (into_x) return;
   } else {
     FfnWeights fw;
     fw.gate = &w.ffn_gate;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "moe/router_recorder.h"
+#include "util/error.h"
 #include "util/phase_clock.h"
 
 namespace ts {
@@ -133,8 +134,8 @@ void MoeLayer::request_experts(ExpertStore& store, int64_t layer, ExpertOrder or
 // and sums every (token, rank) pair in rank order at the end. The bytes are those of the resident
 // path: the same routing, products and sum, only the weights' addresses differ.
 void MoeLayer::forward_in_waves(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x,
-                                Act out, ExpertOrder order, Act residual, const NextRouter& next) {
-  RoutedExperts op{layer, s_.contract, s_.activation, s_.k, &router, router_bias, {}};
+                                Act out, ExpertOrder order, Act residual, const NextRouter& next, bool add_to_residual) {
+  RoutedExperts op{layer, s_.contract, s_.activation, s_.k, &router, router_bias, {}, add_to_residual};
   {
     PhaseScope phase(Phase::Router);
     // The prediction of the next layer's experts (see request_experts) routes on the device too, its
@@ -170,11 +171,13 @@ void MoeLayer::forward_in_waves(ExpertStore& store, int64_t layer, const Mat& ro
   }
   if (!leases_.empty()) run_wave();
   op.experts = {};
-  be_.combine_experts(op, x, out);
+  be_.combine_experts(op, x, add_to_residual ? residual : out);
 }
 
 void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x, Act out,
-                       ExpertOrder order, Act residual, const NextRouter& next) {
+                       ExpertOrder order, Act residual, const NextRouter& next, bool add_to_residual) {
+  if (add_to_residual && residual.n != x.n)
+    fail("internal error: the MoE layer adds into a residual of {} rows for {} tokens", residual.n, x.n);
   const int64_t n = x.n, k = s_.k;
   // Experts that stay put can be run by the backend as one operation (on a GPU: routing, expert
   // FFNs and the combine without a host round trip); when it declines, the loop below defines it.
@@ -183,8 +186,8 @@ void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, con
   on_backend_ = false;
   if (be_.offers_routed_experts()) {
     if (store.resident() && !RouterRecorder::active()) {
-      const RoutedExperts op{layer, s_.contract, s_.activation, k, &router, router_bias, layer_table(store, layer)};
-      on_backend_ = be_.routed_experts(op, x, out);
+      const RoutedExperts op{layer, s_.contract, s_.activation, k, &router, router_bias, layer_table(store, layer), add_to_residual};
+      on_backend_ = be_.routed_experts(op, x, add_to_residual ? residual : out);
       if (on_backend_) {
         routing_ = Routing{};
         return;
@@ -192,7 +195,7 @@ void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, con
     } else {
       // Experts that move, or a recording that needs the choices on the host: the backend still
       // routes (its router weights are in its memory), and the choices come back.
-      forward_in_waves(store, layer, router, router_bias, x, out, order, residual, next);
+      forward_in_waves(store, layer, router, router_bias, x, out, order, residual, next, add_to_residual);
       return;
     }
   }
@@ -231,6 +234,7 @@ void MoeLayer::forward(ExpertStore& store, int64_t layer, const Mat& router, con
     while (ExpertLease lease = store.next()) compute_expert(lease, x);
   }
   be_.combine_ranked(slots_.first(n * k), routing_.weights.data(), k, out);
+  if (add_to_residual) be_.add(residual, out);
 }
 
 }  // namespace ts

@@ -42,9 +42,11 @@ class MoeLayer {
   MoeLayer& operator=(const MoeLayer&) = delete;
 
   // out = MoE(x) for x.n tokens; `layer` selects the experts and names errors. `residual` is the
-  // un-normalised input (the prediction for `next` normalises it with the next layer's norm).
+  // un-normalised input (the prediction for `next` normalises it with the next layer's norm). With
+  // add_to_residual, residual += MoE(x) instead and out is scratch: a backend that runs the layer as
+  // one operation adds as it sums the ranks, saving a pass (the bytes of a sum, then an add).
   void forward(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x, Act out,
-               ExpertOrder order, Act residual = {}, const NextRouter& next = {});
+               ExpertOrder order, Act residual = {}, const NextRouter& next = {}, bool add_to_residual = false);
   // Empty when the backend ran the layer (the routing stayed on the device); without weights when
   // only the experts came back to the host (experts that move, on such a backend).
   const Routing& last_routing() const { return routing_; }
@@ -56,7 +58,7 @@ class MoeLayer {
   void distinct_experts(const Routing& r, ExpertOrder order, std::vector<int32_t>& out);
   void request_experts(ExpertStore& store, int64_t layer, ExpertOrder order, Act residual, const NextRouter& next);
   void forward_in_waves(ExpertStore& store, int64_t layer, const Mat& router, const float* router_bias, Act x, Act out,
-                        ExpertOrder order, Act residual, const NextRouter& next);
+                        ExpertOrder order, Act residual, const NextRouter& next, bool add_to_residual);
   void compute_expert(const ExpertLease& lease, Act x);
   bool compute_together(Act x);
   const std::vector<ExpertView>& layer_table(ExpertStore& store, int64_t layer);

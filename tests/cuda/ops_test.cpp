@@ -385,6 +385,14 @@ TEST_F(Ops, RoutedExpertsMatchTheLayerLoop) {
         ASSERT_TRUE(glayer.last_on_backend());
         const bool exact = n <= 4 || t == GgmlType::F32;
         EXPECT_LT(diff(out), exact ? 1e-4 : 5e-3);
+        // Added into a residual as the ranks are summed: the bytes of the sum above, then an add.
+        const std::vector<float> r0 = gaussian(n * d, rng);
+        const Twin r = twin(r0, n, d), scratch = zeros(n, d);
+        glayer.forward(gstore, 0, rg, c == RouterContract::BiasedTopKSoftmax ? bg : nullptr, x.gpu, scratch.gpu,
+                       ExpertOrder::Ascending, r.gpu, {}, /*add_to_residual=*/true);
+        ASSERT_TRUE(glayer.last_on_backend());
+        const std::vector<float> sum = host(*gpu_, out.gpu), got = host(*gpu_, r.gpu);
+        for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], r0[i] + sum[i]) << "value " << i;
       }
     }
 }

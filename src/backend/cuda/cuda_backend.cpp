@@ -391,7 +391,7 @@ class CudaBackend final : public Backend {
   void combine_ranked(Act slots, const float* weights, int64_t k, Act out) override {
     float* w = weights_dev_.get<float>(out.n * k);
     TS_CUDA(cudaMemcpyAsync(w, weights, out.n * k * sizeof(float), cudaMemcpyHostToDevice, stream_));
-    gpu::combine_ranked(slots.data, w, out.n, k, out.dim, out.data, stream_);
+    gpu::combine_ranked(slots.data, w, out.n, k, out.dim, false, out.data, stream_);
   }
   bool routed_experts(const RoutedExperts& op, Act x, Act out) override;
   bool offers_routed_experts() const override { return true; }
@@ -720,9 +720,9 @@ void CudaBackend::combine_experts(const RoutedExperts& op, Act x, Act out) {
   if (!call_.out_rows) fail("internal error: layer {}: routed experts combined before they ran", op.layer);
   if (call_.gemm)
     gpu::sorted_combine(call_.out_rows, call_.sorted_dev + 2 * call_.n * call_.k, call_.weights, call_.n, call_.k, x.dim,
-                        out.data, stream_);
+                        op.accumulate, out.data, stream_);
   else
-    gpu::combine_ranked(call_.out_rows, call_.weights, call_.n, call_.k, x.dim, out.data, stream_);
+    gpu::combine_ranked(call_.out_rows, call_.weights, call_.n, call_.k, x.dim, op.accumulate, out.data, stream_);
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ __global__ void copy_rows_kernel(const float* src, float* dst, const int32_t* ro
 
 // Block (token, slice of 256 values); each thread's k slot values are loaded before they are summed.
 constexpr int kMaxRanks = 8;  // the router's k (moe.cu allows at most 8)
-__global__ void combine_kernel(const float* slots, const float* weights, int64_t k, int64_t dim, float* out) {
+__global__ void combine_kernel(const float* slots, const float* weights, int64_t k, int64_t dim, bool accumulate, float* out) {
   const int64_t t = blockIdx.x, j = blockIdx.y * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (j >= dim) return;
   float sv[kMaxRanks], wv[kMaxRanks];
@@ -96,7 +96,7 @@ __global__ void combine_kernel(const float* slots, const float* weights, int64_t
 #pragma unroll
   for (int r = 0; r < kMaxRanks; ++r)
     if (r < k) o += wv[r] * sv[r];
-  out[t * dim + j] = o;
+  out[t * dim + j] = accumulate ? out[t * dim + j] + o : o;
 }
 
 __global__ void select_rows_kernel(const float* x, int64_t dim, StepDev st, int64_t first, float* out) {
@@ -193,9 +193,10 @@ void copy_rows(const float* src, float* dst, const int32_t* rows, int64_t n, int
   check_launch("copy_rows");
 }
 
-void combine_ranked(const float* slots, const float* weights, int64_t n, int64_t k, int64_t dim, float* out, cudaStream_t s) {
+void combine_ranked(const float* slots, const float* weights, int64_t n, int64_t k, int64_t dim, bool accumulate, float* out,
+                    cudaStream_t s) {
   if (k > kMaxRanks) fail_text("the CUDA backend combines at most 8 experts per token; this model routes " + std::to_string(k));
-  combine_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(ceil_div(dim, 256))), 256, 0, s>>>(slots, weights, k, dim, out);
+  combine_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(ceil_div(dim, 256))), 256, 0, s>>>(slots, weights, k, dim, accumulate, out);
   check_launch("combine_ranked");
 }
 

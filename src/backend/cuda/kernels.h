@@ -49,8 +49,10 @@ void add_bias(float* y, const float* b, int64_t n, int64_t dim, cudaStream_t s);
 void glu(Activation a, const float* gate, const float* up, float* out, int64_t count, int64_t dim, cudaStream_t s);
 // dst.row(i) = src.row(rows[i]) (gather) or dst.row(rows[i]) = src.row(i) (scatter).
 void copy_rows(const float* src, float* dst, const int32_t* rows, int64_t n, int64_t dim, bool scatter, cudaStream_t s);
-// out.row(t) = sum over r < k, ascending, of weights[t*k + r] * slots.row(t*k + r).
-void combine_ranked(const float* slots, const float* weights, int64_t n, int64_t k, int64_t dim, float* out, cudaStream_t s);
+// out.row(t) = sum over r < k, ascending, of weights[t*k + r] * slots.row(t*k + r); with
+// `accumulate`, out.row(t) += that sum (one pass instead of a sum and an add).
+void combine_ranked(const float* slots, const float* weights, int64_t n, int64_t k, int64_t dim, bool accumulate, float* out,
+                    cudaStream_t s);
 void select_rows(const float* x, int64_t dim, const StepDev& st, int64_t first, float* out, int64_t n, cudaStream_t s);
 void steer(float* x, int64_t n, int64_t dim, const SteerParams& p, cudaStream_t s);
 // f32 rows (optionally picked through `rows`) to halves; with `lo`, also the rounding remainder
@@ -123,7 +125,7 @@ void dequant_experts(const MoeDev& m, const int32_t* used, int64_t n_used, __hal
 void sorted_glu(const float* h, const int32_t* pair_expert, int64_t pairs, const MoeDev& m, __half* act, cudaStream_t s);
 void sorted_down_bias(float* down, const int32_t* pair_expert, int64_t pairs, const MoeDev& m, cudaStream_t s);
 void sorted_combine(const float* down, const int32_t* sorted_of_slot, const float* weights, int64_t n, int64_t k,
-                    int64_t n_embd, float* out, cudaStream_t s);
+                    int64_t n_embd, bool accumulate, float* out, cudaStream_t s);
 
 // Weights: a matrix from the file's layout into the backend's (weight_layout.h), on the device.
 void repack(GgmlType t, const uint8_t* src, int64_t src_stride, uint8_t* dst, int64_t dst_stride, int64_t rows,

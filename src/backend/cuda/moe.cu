@@ -121,14 +121,15 @@ __global__ void sorted_down_bias_kernel(float* down, const int32_t* pair_expert,
   for (int64_t j = threadIdx.x; j < m.n_embd; j += blockDim.x) down[i * m.n_embd + j] += e.down_bias[j];
 }
 
-// out.row(t) = sum over ranks, in order, of weight * (down output of the pair, with its bias).
+// out.row(t) = sum over ranks, in order, of weight * (down output of the pair, with its bias); or
+// out.row(t) += that sum.
 __global__ void sorted_combine_kernel(const float* down, const int32_t* sorted_of_slot, const float* weights, int64_t k,
-                                      int64_t n_embd, float* out) {
+                                      int64_t n_embd, bool accumulate, float* out) {
   const int64_t t = blockIdx.x;
   for (int64_t j = threadIdx.x; j < n_embd; j += blockDim.x) {
     float o = 0.0f;
     for (int64_t r = 0; r < k; ++r) o += weights[t * k + r] * down[static_cast<int64_t>(sorted_of_slot[t * k + r]) * n_embd + j];
-    out[t * n_embd + j] = o;
+    out[t * n_embd + j] = accumulate ? out[t * n_embd + j] + o : o;
   }
 }
 
@@ -155,8 +156,8 @@ void sorted_down_bias(float* down, const int32_t* pair_expert, int64_t pairs, co
 }
 
 void sorted_combine(const float* down, const int32_t* sorted_of_slot, const float* weights, int64_t n, int64_t k,
-                    int64_t n_embd, float* out, cudaStream_t s) {
-  sorted_combine_kernel<<<n, 256, 0, s>>>(down, sorted_of_slot, weights, k, n_embd, out);
+                    int64_t n_embd, bool accumulate, float* out, cudaStream_t s) {
+  sorted_combine_kernel<<<n, 256, 0, s>>>(down, sorted_of_slot, weights, k, n_embd, accumulate, out);
   check_launch("sorted_combine");
 }
 

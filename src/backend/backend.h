@@ -172,8 +172,9 @@ struct Step {
 // PinnedHost memory, which the device can copy from asynchronously.
 enum class MemKind { Host, PinnedHost, Device };
 
-// Work is issued to one of two queues: every operation goes to Compute; Transfer carries copies
-// that should overlap compute (expert slots filled from pinned host memory). Events order them.
+// Work is issued to one of two queues: every operation goes to Compute; Transfer carries the work
+// that should overlap compute (expert slots filled from pinned host memory, and experts read from
+// files repacked into their slots). Events order them.
 enum class Queue { Compute, Transfer };
 using EventHandle = int64_t;
 
@@ -216,6 +217,11 @@ class Backend {
   // fed this way from pinned host memory. The CPU computes from the file's layout (a plain copy).
   virtual size_t packed_bytes(const Mat& host) const { return static_cast<size_t>(host.rows) * host.row_stride; }
   virtual Mat pack(const Mat& host, void* dst) const;
+  // The same on the backend, in order with queue q's work: `src`, in the file's layout, already lies
+  // in the backend's memory (a file's bytes copied in as read) and `dst` is backend memory. A slot
+  // cache fed from files repacks there, not on the thread that read the expert. Backends that
+  // compute from host memory pack on the host.
+  virtual void pack_async(const Mat& src, void* dst, Queue) { pack(src, dst); }
 
   // Asynchronous work. copy_async copies between memory of any kinds, in order with the other work
   // of queue q (host memory that is not PinnedHost may make it synchronous). An event marks the

@@ -47,8 +47,9 @@ std::unique_ptr<SlotFiller> make_file_filler(std::shared_ptr<const ExpertSource>
 // leases, layer by layer) is packed into the backend's layout in pinned host memory up front;
 // `from` may be dropped afterwards.
 std::unique_ptr<SlotFiller> make_device_filler(ExpertStore& from, std::shared_ptr<const ExpertSource> src, Backend& be);
-// The same, fed from the files: each miss is read into the slot's pinned staging, packed there by
-// the reader thread, and copied (host memory holds the cache's size twice, not the experts).
+// The same, fed from the files: each miss is read into the slot's pinned staging, copied as read
+// to the device and repacked there into its slot (host memory holds the cache's size once, not the
+// experts; device memory one expert as read beside the slots).
 std::unique_ptr<SlotFiller> make_device_file_filler(std::shared_ptr<const ExpertSource> src, Backend& be,
                                                     const ReadOptions& o);
 // The bytes of one device slot of `layer`: its experts' parts in the backend's layout, aligned.

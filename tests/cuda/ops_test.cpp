@@ -419,5 +419,36 @@ TEST_F(Ops, AsynchronousCopiesBetweenMemoryKinds) {
   for (Buffer* b : {&host, &pinned, &dev, &back}) gpu_->free_buffer(*b);
 }
 
+// A matrix in the file's layout, copied as it is into device memory and repacked there on the
+// transfer queue (a slot cache fed from files), gives the bytes the host's pack() gives.
+TEST_F(Ops, RepackingOnTheDeviceGivesTheHostsPackedBytes) {
+  std::mt19937 rng(7);
+  const int64_t rows = 7, cols = 512;
+  for (GgmlType t : kTypes) {
+    SCOPED_TRACE(type_name(t));
+    std::vector<uint8_t> file(ts::row_bytes(t, cols) * rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<float> x = gaussian(cols, rng);
+      quant::quantize_weights(t, x.data(), file.data() + r * ts::row_bytes(t, cols), cols);
+    }
+    const Mat host{t, file.data(), rows, cols, ts::row_bytes(t, cols)};
+    const size_t packed = gpu_->packed_bytes(host);
+    std::vector<uint8_t> want(packed, 0xAB);
+    gpu_->pack(host, want.data());
+    Buffer raw = gpu_->alloc_buffer(file.size(), MemKind::Device), dst = gpu_->alloc_buffer(packed, MemKind::Device);
+    Buffer back = gpu_->alloc_buffer(packed, MemKind::PinnedHost);
+    gpu_->copy_async(raw.data, file.data(), file.size(), Queue::Transfer);
+    gpu_->pack_async(Mat{t, raw.data, rows, cols, host.row_stride}, dst.data, Queue::Transfer);
+    const EventHandle done = gpu_->create_event();
+    gpu_->record_event(done, Queue::Transfer);
+    gpu_->wait_event(Queue::Compute, done);
+    gpu_->copy_async(back.data, dst.data, packed, Queue::Compute);
+    gpu_->synchronize();
+    EXPECT_EQ(std::memcmp(back.data, want.data(), packed), 0);
+    gpu_->destroy_event(done);
+    for (Buffer* b : {&raw, &dst, &back}) gpu_->free_buffer(*b);
+  }
+}
+
 }  // namespace
 }  // namespace ts

@@ -220,6 +220,11 @@ class CudaBackend final : public Backend {
                       static_cast<uint8_t*>(dst) + r * L.stride, host.cols);
     return Mat{host.type, dst, host.rows, host.cols, L.stride};
   }
+  void pack_async(const Mat& src, void* dst, Queue q) override {
+    check_weights(src);
+    gpu::repack(src.type, static_cast<const uint8_t*>(src.data), static_cast<int64_t>(src.row_stride), static_cast<uint8_t*>(dst),
+                gpu::row_layout(src.type, src.cols).stride, src.rows, src.cols, stream_of(q));
+  }
   const float* upload_f32(const std::vector<float>& v) override {
     float* p = nullptr;
     TS_CUDA(cudaMalloc(&p, std::max<size_t>(v.size(), 1) * sizeof(float)));
@@ -497,9 +502,12 @@ class CudaBackend final : public Backend {
     int32_t* sorted_dev = nullptr;      // tok, pair_expert, sorted_of_slot: [3][n*k]
     __half* x_half = nullptr;           // [n*k][n_embd] the pairs' inputs in sorted order
     float* out_rows = nullptr;          // matvec: slots [n*k][n_embd]; gemm: down [n*k][n_embd] sorted
+    gpu::RouteHere route_here;          // logits set: routed by the gate/up products, not yet
   };
   const gpu::ExpertDev* expert_table(const RoutedExperts& op);
   gpu::MoeDev moe_dev(const RoutedExperts& op, Act x);
+  // The router's product, then the routing: by route(), or (in_gate_up) left to the gate/up products.
+  void start_routing(const RoutedExperts& op, Act x, bool in_gate_up);
   void sort_pairs(const gpu::MoeDev& m, Act x);
   // Small host arrays uploaded on the compute queue through a ring of pinned buffers, each reused
   // only after its copy completed (for tables and lists that change within one step).
@@ -608,13 +616,14 @@ bool CudaBackend::routed_experts(const RoutedExperts& op, Act x, Act out) {
     if (e.gate.type != e0.gate.type || e.up.type != e0.gate.type || e.down.type != e0.down.type ||
         e.gate.row_stride != e0.gate.row_stride || e.up.row_stride != e0.gate.row_stride || e.down.row_stride != e0.down.row_stride)
       return false;  // mixed expert formats: the layer loop handles them
-  route_experts(op, x, nullptr);
+  // Few tokens: the gate/up products route their own tokens (one launch fewer per layer).
+  start_routing(op, x, x.n <= gpu::kMatvecMaxRows);
   run_experts(op, x);
   combine_experts(op, x, out);
   return true;
 }
 
-void CudaBackend::route_experts(const RoutedExperts& op, Act x, int32_t* experts) {
+void CudaBackend::start_routing(const RoutedExperts& op, Act x, bool in_gate_up) {
   const int64_t n = x.n, k = op.k, P = n * k, n_expert = op.router->rows;
   call_ = MoeCall{};
   call_.n = n;
@@ -624,7 +633,13 @@ void CudaBackend::route_experts(const RoutedExperts& op, Act x, int32_t* experts
   float* logits = moe_logits_.get<float>(n * n_expert);
   const MatmulOut r{op.router, Act{logits, n, n_expert}};
   matmul_shared(x, std::span(&r, 1));
-  gpu::route(logits, op.router_bias, n, n_expert, k, op.contract, call_.experts, call_.weights, stream_);
+  if (in_gate_up) call_.route_here = gpu::RouteHere{logits, op.router_bias, op.contract, call_.experts, call_.weights};
+  else gpu::route(logits, op.router_bias, n, n_expert, k, op.contract, call_.experts, call_.weights, stream_);
+}
+
+void CudaBackend::route_experts(const RoutedExperts& op, Act x, int32_t* experts) {
+  start_routing(op, x, false);
+  const int64_t P = x.n * op.k;
   if (!experts) return;
   int32_t* hx = moe_host_experts_.get<int32_t>(P);
   TS_CUDA(cudaMemcpyAsync(hx, call_.experts, P * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
@@ -684,7 +699,7 @@ void CudaBackend::run_experts(const RoutedExperts& op, Act x) {
     // Few tokens: every (token, rank) pair reads its expert's rows (pairs of other waves skip).
     float* act = moe_act_.get<float>(P * m.n_ff);
     call_.out_rows = moe_slots_.get<float>(P * m.n_embd);
-    gpu::moe_gate_up_mv(x.data, n, call_.experts, m, act, stream_);
+    gpu::moe_gate_up_mv(x.data, n, call_.experts, m, act, stream_, call_.route_here);
     gpu::moe_down_mv(act, n, call_.experts, m, call_.out_rows, stream_);
     return;
   }

@@ -113,8 +113,18 @@ void route(const float* logits, const float* bias, int64_t n, int64_t n_expert, 
            int32_t* experts, float* weights, cudaStream_t s);
 // Few tokens: each (token, rank) pair reads its expert's rows (matvec.cu): act [n*k][n_ff] f32,
 // then slots [n*k][n_embd] (with the down bias), which combine_ranked sums. Pairs whose expert has
-// no weights in m.table are skipped (another wave's).
-void moe_gate_up_mv(const float* x, int64_t n, const int32_t* experts, const MoeDev& m, float* act, cudaStream_t s);
+// no weights in m.table are skipped (another wave's). With route.logits, the gate/up products route
+// the tokens themselves (as route() would) and write experts and weights for the later steps; all
+// experts must then be in the table.
+struct RouteHere {
+  const float* logits = nullptr;  // [n][n_expert]
+  const float* bias = nullptr;
+  RouterContract contract = RouterContract::SoftmaxTopKRenorm;
+  int32_t* experts = nullptr;  // [n*k]
+  float* weights = nullptr;
+};
+void moe_gate_up_mv(const float* x, int64_t n, const int32_t* experts, const MoeDev& m, float* act, cudaStream_t s,
+                    const RouteHere& route = {});
 void moe_down_mv(const float* act, int64_t n, const int32_t* experts, const MoeDev& m, float* slots, cudaStream_t s);
 // Many tokens: the (token, rank) pairs sorted by expert (on the host). The used experts' weights as
 // halves (gate_up: [n_used][2 n_ff][n_embd], down: [n_used][n_embd][n_ff]); after the gate/up GEMM

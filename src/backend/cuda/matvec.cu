@@ -9,6 +9,7 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/quant_dot.cuh"
+#include "backend/cuda/route.cuh"
 
 namespace ts::gpu {
 namespace {
@@ -72,11 +73,30 @@ struct GateUpJob {  // routed experts: pair j = (gate row j, up row j) of the pa
   MoeDev m;
   const int32_t* experts;
   float* act;  // [n*k][n_ff]
+  RouteHere route;
   ExpertDev e;  // the block's expert, set by bind()
   __device__ GateUpJob bind() const {
     GateUpJob b = *this;
-    b.e = m.table[experts[blockIdx.y]];
+    b.e = m.table[route.logits ? routed_here() : experts[blockIdx.y]];
     return b;
+  }
+  // The block's expert, routed by its first warp from the router's logits (route.cuh: the routing
+  // kernel's code, so the same choice); one block per token also writes the routing for the down
+  // products and the combine. Saves the routing kernel's launch in a decode step.
+  __device__ int32_t routed_here() const {
+    __shared__ int32_t sel[kPerLane];
+    __shared__ float w[kPerLane];
+    const int64_t t = blockIdx.y / m.k, r = blockIdx.y % m.k;
+    const bool writes = blockIdx.x == 0 && r == 0;
+    if (threadIdx.x < 32)
+      route_token(route.logits + t * m.n_expert, route.bias, static_cast<int>(m.n_expert), static_cast<int>(m.k), route.contract,
+                  sel, writes ? w : nullptr);
+    __syncthreads();
+    if (writes && threadIdx.x < m.k) {
+      route.experts[t * m.k + threadIdx.x] = sel[threadIdx.x];
+      route.weights[t * m.k + threadIdx.x] = w[threadIdx.x];
+    }
+    return sel[r];
   }
   __device__ bool skip() const { return !e.gate; }  // another wave's expert
   __device__ const float* x_rows(const float* x, int64_t ldx) const { return x + blockIdx.y / m.k * ldx; }
@@ -386,8 +406,12 @@ void matvec(const float* x, int64_t ldx, int64_t n, const MatOut* outs, int n_ou
   else launch_typed<4>(outs[0].w.type, job, x, ldx, static_cast<int>(n), cols, pairs, 1, s);
 }
 
-void moe_gate_up_mv(const float* x, int64_t n, const int32_t* experts, const MoeDev& m, float* act, cudaStream_t s) {
-  const GateUpJob job{m, experts, act, {}};
+void moe_gate_up_mv(const float* x, int64_t n, const int32_t* experts, const MoeDev& m, float* act, cudaStream_t s,
+                    const RouteHere& route) {
+  if (route.logits && (m.n_expert > 32 * kPerLane || m.k > kPerLane || m.k > m.n_expert))
+    fail_text("the CUDA router handles at most " + std::to_string(32 * kPerLane) + " experts and " + std::to_string(kPerLane) +
+              " chosen per token; this model has " + std::to_string(m.n_expert) + " and " + std::to_string(m.k));
+  const GateUpJob job{m, experts, act, route, {}};
   launch_typed<1>(m.gate_type, job, x, m.n_embd, 1, m.n_embd, m.n_ff, n * m.k, s);
 }
 

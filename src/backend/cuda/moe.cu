@@ -1,102 +1,19 @@
-// Routed experts on the device: the router contracts (moe/router.cpp, the definition) with one
-// warp per token, and the per-row steps of the many-token path around the expert GEMMs.
+// Routed experts on the device: the routing kernel (one warp per token, route.cuh) and the per-row
+// steps of the many-token path around the expert GEMMs.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/route.cuh"
 
 namespace ts::gpu {
 namespace {
 
-// Lane l holds experts l, l + 32, ... (at most kPerLane of them: n_expert <= 32 kPerLane).
-constexpr int kPerLane = 8;
-
-// The warp's best expert not yet taken: the largest value, ties to the lower index (moe/router.cpp).
-// A lane offers its own best; the butterfly keeps the better of each pair, so every lane ends with
-// the same (value, index) whatever the order of the exchanges.
-__device__ void warp_best(const float (&v)[kPerLane], const bool (&taken)[kPerLane], int n_expert, float& best_v, int& best_e) {
-  const int lane = threadIdx.x % 32;
-  best_v = 0.0f;
-  best_e = -1;
-#pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
-    const int e = lane + 32 * j;
-    if (e < n_expert && !taken[j] && (best_e < 0 || v[j] > best_v)) {
-      best_v = v[j];
-      best_e = e;
-    }
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, best_v, o);
-    const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
-    if (oe >= 0 && (best_e < 0 || ov > best_v || (ov == best_v && oe < best_e))) {
-      best_v = ov;
-      best_e = oe;
-    }
-  }
-}
-
-// One warp per token. The probabilities' normaliser is a double sum in a fixed butterfly order; the
-// k selected weights are computed by lane 0 in double as moe/router.cpp does.
+// One warp per token.
 __global__ void route_kernel(const float* logits, const float* bias, int n, int n_expert, int k, RouterContract c,
                              int32_t* experts, float* weights) {
-  const int t = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  const int t = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
   if (t >= n) return;  // whole warps leave together
-  const float* l = logits + static_cast<int64_t>(t) * n_expert;
-  float z[kPerLane];
-  bool taken[kPerLane];
-#pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
-    const int e = lane + 32 * j;
-    z[j] = e < n_expert ? l[e] + (bias ? bias[e] : 0.0f) : 0.0f;
-    taken[j] = false;
-  }
-  if (c == RouterContract::SoftmaxTopKRenorm) {
-    // Probabilities over all experts rank them; the selected ones are renormalised to sum to 1.
-    float mx = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j)
-      if (lane + 32 * j < n_expert) mx = fmaxf(mx, z[j]);
-    mx = warp_max(mx);
-    double total = 0;
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j)
-      if (lane + 32 * j < n_expert) total += exp(static_cast<double>(z[j] - mx));
-    total = warp_sum(total);
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j) z[j] = static_cast<float>(exp(static_cast<double>(z[j] - mx)) / total);
-  }
-  int32_t* sel = experts + static_cast<int64_t>(t) * k;
-  float* w = weights + static_cast<int64_t>(t) * k;
-  float chosen[kPerLane];  // lane 0: the selected values, best first (k <= kPerLane)
-  for (int r = 0; r < k; ++r) {
-    float bv;
-    int be;
-    warp_best(z, taken, n_expert, bv, be);
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j) taken[j] = taken[j] || lane + 32 * j == be;
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j)
-      if (j == r) chosen[j] = bv;
-    if (lane == 0) sel[r] = be;
-  }
-  if (lane != 0) return;
-  double sum = 0;
-  if (c == RouterContract::BiasedTopKSoftmax) {
-    // Ranked on the biased logits; the softmax covers only the selected ones.
-#pragma unroll
-    for (int r = 0; r < kPerLane; ++r)
-      if (r < k) sum += exp(static_cast<double>(chosen[r] - chosen[0]));
-#pragma unroll
-    for (int r = 0; r < kPerLane; ++r)
-      if (r < k) w[r] = static_cast<float>(exp(static_cast<double>(chosen[r] - chosen[0])) / sum);
-    return;
-  }
-#pragma unroll
-  for (int r = 0; r < kPerLane; ++r)
-    if (r < k) sum += chosen[r];
-#pragma unroll
-  for (int r = 0; r < kPerLane; ++r)
-    if (r < k) w[r] = static_cast<float>(chosen[r] / sum);
+  const int64_t row = static_cast<int64_t>(t);
+  route_token(logits + row * n_expert, bias, n_expert, k, c, experts + row * k, weights + row * k);
 }
 
 // act[i] = glu(gate + bias, up + bias) of sorted pair i, from the expert GEMM's [gate | up] rows

@@ -104,12 +104,15 @@ enum class RouterContract {
   BiasedTopKSoftmax,   // gpt-oss: add the bias, top-k on the biased logits, softmax over the k
 };
 
-// One routed expert's weights in backend memory.
+// One routed expert's weights in backend memory, or (on_host) in pinned host memory in the
+// backend's packed layout, for a backend that computes such experts on host threads
+// (Backend::computes_on_host).
 struct ExpertWeights {
   Mat gate, up, down;
   const float* gate_bias = nullptr;  // gpt-oss only
   const float* up_bias = nullptr;
   const float* down_bias = nullptr;
+  bool on_host = false;
 };
 
 // A whole MoE layer in one operation: route each row of x under `contract`, run the k chosen
@@ -287,12 +290,17 @@ class Backend {
   // left for a later call, once their slots are filled); combine_experts sums every pair in rank
   // order into out. The bytes are routed_experts' however the pairs are split between calls. Only
   // where offers_routed_experts(); op.experts may change between the calls.
+  // An entry of op.experts may be on_host when computes_on_host() said yes for it: its pairs are
+  // then computed by host threads, with the same bytes.
   virtual void route_experts(const RoutedExperts& op, Act x, int32_t* experts);
   virtual void run_experts(const RoutedExperts& op, Act x);
   virtual void combine_experts(const RoutedExperts& op, Act x, Act out);
   // Whether routed_experts can ever return true: the MoE layer gathers a layer's expert table (one
   // request of every expert through the store) only for a backend that may take it.
   virtual bool offers_routed_experts() const { return false; }
+  // Whether run_experts can compute an expert of this format from pinned host memory on host
+  // threads, for a call of `tokens` rows, giving the bytes its device would.
+  virtual bool computes_on_host(const ExpertWeights& w, Activation act, int64_t tokens) const { return false; }
   virtual void steer(Act x, const SteerParams& p) = 0;
   // out.row(i) = x.row(out_rows[first + i]) for i < out.n, over the step's out_rows (x and out
   // must not overlap).

@@ -45,7 +45,7 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int cpu_threads
     fail("--device cuda: {}", why);
   }
 #ifdef TURBOSPARK_HAVE_CUDA
-  return make_cuda_backend();
+  return make_cuda_backend(cpu_threads);
 #else
   fail("--device cuda: {}", why);
 #endif

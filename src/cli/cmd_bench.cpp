@@ -78,6 +78,7 @@ void run_bench_command(const BenchOptions& o) {
       j["expert_requests"] = es.requests;
       j["expert_hit_rate"] = hit_rate;
       j["expert_bytes_moved"] = es.bytes_read;
+      j["expert_host_computed"] = es.host_computed;
     }
     j["version"] = "turbospark 0.1.0";
     std::printf("%s\n", j.dump().c_str());
@@ -105,8 +106,10 @@ void run_bench_command(const BenchOptions& o) {
                   static_cast<double>(r.decode_bytes) / (1 << 20), tg_bw * 1e-9, 100.0 * tg_bw / read_bw, read_bw * 1e-9);
   }
   if (cached)
-    std::printf("expert cache over the run (warm-ups included): %.1f%% hits of %lld requests, %.1f MiB moved per request\n",
+    std::printf("expert cache over the run (warm-ups included): %.1f%% hits of %lld requests, %.1f%% computed on the host, "
+                "%.1f MiB moved per request\n",
                 100.0 * hit_rate, static_cast<long long>(es.requests),
+                100.0 * static_cast<double>(es.host_computed) / static_cast<double>(std::max<int64_t>(es.requests, 1)),
                 static_cast<double>(es.bytes_read) / (1 << 20) / static_cast<double>(std::max<int64_t>(es.requests, 1)));
 }
 

@@ -33,6 +33,10 @@ void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
                   "streamed: read the next layer's predicted experts ahead (auto: on the CPU when the cache holds at "
                   "most half of each layer's experts; off with --device cuda)")
       ->check(CLI::IsMember({"auto", "on", "off"}))->group(g)->capture_default_str();
+  sub->add_option("--expert-host-share", o.host_share,
+                  "streamed with --device cuda: the share of each layer's misses that the host's cores compute from "
+                  "the pinned copy while the others are copied (0 to 1; default 0.25 with at least 16 threads, else 0)")
+      ->check(CLI::Range(0.0, 1.0))->group(g);
   sub->add_option("--expert-readers", o.reader_threads, "expert reader threads (default 4)")->check(CLI::Range(1, 64))->group(g);
   sub->add_option("--expert-read-chunk-kb", o.read_chunk_kb, "bytes per expert read, in KiB (a multiple of 4; default 1024)")
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 20))->group(g);
@@ -84,11 +88,15 @@ LoadOptions load_options(const ModelOptions& o, int64_t logit_rows) {
   if ((o.cache_mb || o.cache_slots) && r.mode != ResidencyMode::Streamed)
     fail("--expert-cache-mb and --expert-cache-slots size the streamed cache: add --expert-residency streamed");
   if (o.cache_mb && o.cache_slots) fail("give --expert-cache-mb or --expert-cache-slots, not both");
+  if (o.host_share >= 0 && r.mode != ResidencyMode::Streamed)
+    fail("--expert-host-share splits the misses of a streamed cache: add --expert-residency streamed");
   r.cache_bytes = static_cast<uint64_t>(o.cache_mb) << 20;
   r.cache_slots = static_cast<int32_t>(o.cache_slots);
   r.memory_budget = static_cast<uint64_t>(o.memory_budget_mb) << 20;
   r.policy = o.policy == "lru" ? EvictionPolicy::LRU : EvictionPolicy::LFU;
   r.prefetch = o.prefetch == "on" ? PrefetchMode::On : o.prefetch == "off" ? PrefetchMode::Off : PrefetchMode::Auto;
+  r.host_share = o.host_share;
+  r.host_threads = resolve_threads(o.threads);
   r.read.direct_io = o.direct_io;
   if (o.reader_threads) r.read.threads = o.reader_threads;
   if (o.read_chunk_kb) {

@@ -20,6 +20,7 @@ struct ModelOptions {
   std::string policy = "lfu";
   bool direct_io = false;
   std::string prefetch = "auto";
+  double host_share = -1;
   int reader_threads = 0;
   int64_t read_chunk_kb = 0;
   // Instrumentation.

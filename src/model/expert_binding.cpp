@@ -127,6 +127,7 @@ BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFil
       so.slots_per_layer = b.choice.slots_per_layer;
       so.policy = o.policy;
       so.prefetch = b.choice.prefetch;
+      so.host_share = b.choice.host_share;
       so.read = o.read;
       b.store = make_device_streamed_experts(b.choice.device_from_files ? nullptr : mapped.get(), src, be, so);
     } else {

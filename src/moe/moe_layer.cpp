@@ -152,6 +152,7 @@ void MoeLayer::forward_in_waves(ExpertStore& store, int64_t layer, const Mat& ro
     routing_ = Routing{x.n, s_.k, std::vector<int32_t>(x.n * s_.k), {}};  // the weights stay on the device
     be_.route_experts(op, x, routing_.experts.data());
     if (RouterRecorder* rec = RouterRecorder::active()) rec->record(layer, routing_);
+    store.offer_host(s_.activation, x.n);  // misses the backend's host threads may compute in place
     request_experts(store, layer, order, {}, {});
     if (!predicted_experts_.empty()) store.prefetch(layer + 1, predicted_experts_);  // after this layer's own
   }

@@ -131,6 +131,14 @@ class DeviceFiller final : public SlotFiller {
     return v;
   }
 
+  bool host_view(int64_t layer, int32_t e, ExpertView& v) const override {
+    const Layer& L = layers_[layer];
+    if (pool_ || !L.host.data) return false;  // the file feed holds no expert on the host
+    v = view(layer, e, static_cast<const uint8_t*>(L.host.data) + static_cast<uint64_t>(e) * L.stride);
+    v.on_host = true;
+    return true;
+  }
+
   void before_use(int64_t layer, int32_t slot) override {
     SlotEvents& ev = events(layers_[layer], slot);
     if (!ev.fill_pending) return;

@@ -27,6 +27,7 @@ struct ExpertStats {
   int64_t prefetch_reads = 0;  // experts read ahead on a prediction
   int64_t prefetch_wasted = 0; // prefetched experts evicted before any use
   uint64_t bytes_read = 0;     // demand and prefetch reads together
+  int64_t host_computed = 0;   // misses handed out where they lie, for the backend's host threads
 };
 
 class ExpertStore;
@@ -66,6 +67,11 @@ class ExpertStore {
   // every requested expert has been handed out. A failed read throws ts::Error naming the file,
   // the layer and the expert; nothing is handed out from a slot whose read did not complete.
   virtual ExpertLease next() = 0;
+  // Lets the next request() hand out some of its misses where they lie, in pinned host memory
+  // (ExpertWeights::on_host), instead of filling slots with them, for a backend that computes such
+  // experts on host threads (Backend::computes_on_host for `act` and `tokens`). Only a store whose
+  // slots are filled from such memory does; those leases come after every slot's.
+  virtual void offer_host(Activation act, int64_t tokens) {}
 
   // Whether prefetch() does anything (so the caller can skip predicting).
   virtual bool wants_prefetch() const { return false; }

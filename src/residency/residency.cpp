@@ -8,6 +8,12 @@
 namespace ts {
 namespace {
 
+// The share of a layer's misses the host computes by default, with at least kHostShareThreads
+// threads (docs/CUDA.md, "Misses computed on the host": a quarter won with 16 on the GPU machine's
+// host and lost with 8, where an expert took the host longer than the link).
+constexpr double kDefaultHostShare = 0.25;
+constexpr int kHostShareThreads = 16;
+
 uint64_t slot_row_bytes(const ExpertSource& src, bool direct) {  // one slot in every MoE layer
   uint64_t b = 0;
   for (int64_t l = 0; l < src.n_layer(); ++l)
@@ -117,15 +123,22 @@ ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertS
   // it, misses are read from the files into pinned staging (the cache's size, twice) first.
   const uint64_t pinned = device_slot_row * static_cast<uint64_t>(src.n_expert());
   c.device_from_files = pinned > host_room;
+  // Misses the host's cores compute from the pinned copy while the link copies the others.
+  c.host_share = c.device_from_files ? 0.0
+                 : o.host_share >= 0 ? o.host_share
+                 : o.host_threads >= kHostShareThreads ? kDefaultHostShare
+                                                       : 0.0;
   const std::string feed =
       c.device_from_files
           ? fmt::format("from the files through pinned staging (a pinned copy of every expert, {}, does not fit the {} "
                         "of host memory the budget leaves{})", format_bytes(pinned), format_bytes(host_room),
                         o.read.direct_io ? "; O_DIRECT" : "")
           : fmt::format("from {} of pinned host memory", format_bytes(pinned));
-  c.summary = fmt::format("experts streamed into device memory: {} of {} slots per layer ({} of cache, {}{}), fed {}",
+  const std::string host =
+      c.host_share > 0 ? fmt::format("; {:.0f}% of misses computed on the host", 100 * c.host_share) : std::string();
+  c.summary = fmt::format("experts streamed into device memory: {} of {} slots per layer ({} of cache, {}{}), fed {}{}",
                           c.slots_per_layer, src.n_expert(), format_bytes(c.expert_memory),
-                          o.policy == EvictionPolicy::LFU ? "LFU" : "LRU", c.prefetch ? ", prefetch" : "", feed);
+                          o.policy == EvictionPolicy::LFU ? "LFU" : "LRU", c.prefetch ? ", prefetch" : "", feed, host);
   return c;
 }
 

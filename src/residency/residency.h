@@ -26,6 +26,8 @@ struct ResidencyOptions {
   uint64_t memory_budget = 0;      // --memory-budget-mb; 0: the cgroup limit and MemAvailable
   EvictionPolicy policy = EvictionPolicy::LFU;
   PrefetchMode prefetch = PrefetchMode::Auto;
+  double host_share = -1;          // streamed on a device: --expert-host-share; < 0: the default
+  int host_threads = 0;            // the threads that would compute those misses (-t)
   ReadOptions read;
 };
 
@@ -42,6 +44,7 @@ struct ResidencyChoice {
   uint64_t expert_memory = 0;   // bytes of backend memory the store holds (resident or slots)
   bool prefetch = false;        // streamed only: one-layer-ahead prefetch, `auto` resolved
   bool device_from_files = false;  // streamed on a device backend: slots fed from the files, not a pinned copy
+  double host_share = 0;           // streamed on a device backend: the share of misses computed on the host
   std::string summary;          // one line for the user: mode, cache, and why
 };
 

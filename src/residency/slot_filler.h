@@ -35,6 +35,9 @@ class SlotFiller {
   virtual void landed(int64_t layer, int32_t slot, uint8_t* at) {}
   // The expert as it lies in a filled slot.
   virtual ExpertView view(int64_t layer, int32_t e, const uint8_t* at) const = 0;
+  // The expert where the filler copies it from, when that is pinned host memory in the backend's
+  // layout (ExpertWeights::on_host); false otherwise.
+  virtual bool host_view(int64_t layer, int32_t e, ExpertView& v) const { return false; }
   // Ordering: before a lease on the slot is handed out, and whenever a lease on it is released.
   virtual void before_use(int64_t layer, int32_t slot) {}
   virtual void after_use(int64_t layer, int32_t slot) {}

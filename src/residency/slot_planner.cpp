@@ -108,6 +108,12 @@ SlotPlan SlotPlanner::plan(std::span<const int32_t> requested, std::span<const i
   return p;
 }
 
+void SlotPlanner::note_use(int32_t expert) {
+  check_expert(expert);
+  ++uses_[expert];
+  last_[expert] = ++clock_;
+}
+
 void SlotPlanner::commit(int32_t slot) {
   if (state_.at(slot) != State::Filling) fail("internal error: commit of slot {}, which is not being filled", slot);
   state_[slot] = State::Valid;

@@ -46,6 +46,9 @@ class SlotPlanner {
   // Plans all of `requested`; throws ts::Error (naming the shortfall) if fit() < requested.size().
   SlotPlan plan(std::span<const int32_t> requested, std::span<const int32_t> protect, bool count_use = true);
 
+  // Counts one use of an expert served without a slot (as plan() counts its requests).
+  void note_use(int32_t expert);
+
   void commit(int32_t slot);  // the slot's read completed: Filling -> Valid
   void abandon(int32_t slot);  // the slot's read failed: Filling -> Empty, its expert not resident
 

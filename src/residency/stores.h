@@ -25,6 +25,9 @@ struct StreamOptions {
   int32_t slots_per_layer = 0;
   EvictionPolicy policy = EvictionPolicy::LFU;
   bool prefetch = false;  // honour ExpertStore::prefetch (one-layer-ahead prediction)
+  // The fraction of a call's misses handed out where they lie for the backend's host threads, when
+  // offered (ExpertStore::offer_host) and the filler has them in pinned host memory.
+  double host_share = 0;
   ReadOptions read;
 };
 

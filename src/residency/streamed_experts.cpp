@@ -3,6 +3,7 @@
 // slots). One mutex guards the planners and slot states; reader threads only flip a slot's I/O
 // state (and wake the waiter); everything else happens on the forward thread.
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 
@@ -48,7 +49,17 @@ class StreamedExperts final : public ExpertStore {
     planned_.clear();  // an abandoned call's planned experts: their reads finish and are reaped later
     pending_.assign(experts.begin(), experts.end());
     reap(layer);
+    host_.clear();
+    if (host_offered_ && opt_.host_share > 0) hand_to_host();
+    host_offered_ = false;
     schedule();
+  }
+
+  void offer_host(Activation act, int64_t tokens) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    host_offered_ = true;
+    host_act_ = act;
+    host_tokens_ = tokens;
   }
 
   ExpertLease next() override {
@@ -74,7 +85,13 @@ class StreamedExperts final : public ExpertStore {
         return make_lease(layer_, e, s, filler_->view(layer_, e, slot_memory(L, s)));
       }
       if (planned_.empty()) {
-        if (pending_.empty()) return {};
+        if (pending_.empty()) {
+          // The host's experts last: the device's work (and the copies of its misses) is queued first.
+          if (host_.empty()) return {};
+          const auto [e, v] = host_.front();
+          host_.erase(host_.begin());
+          return make_lease(layer_, e, -1, v);
+        }
         // Nothing fits now. Slots still being read (prefetches) become evictable when their reads
         // land; if none is being read, only a released lease could free one: the caller holds them.
         const bool reading = std::any_of(L.slots.begin(), L.slots.end(), [](const Slot& s) { return s.io == Io::Reading; });
@@ -118,6 +135,7 @@ class StreamedExperts final : public ExpertStore {
 
  protected:
   void release(int64_t layer, int32_t slot) override {
+    if (slot < 0) return;  // an expert computed where it lies holds no slot
     std::lock_guard<std::mutex> lk(mu_);
     --layers_[layer].slots[slot].leases;
     filler_->after_use(layer, slot);
@@ -187,6 +205,28 @@ class StreamedExperts final : public ExpertStore {
     L.slots[en.slot].prefetched = false;
   }
 
+  // A share of the call's misses stays where it lies for the backend's host threads, the least used
+  // first (ties in router order), so the slots keep going to the experts that come back. They count
+  // as requests and uses, neither as hits nor as reads.
+  void hand_to_host() {
+    Layer& L = layers_[layer_];
+    misses_.clear();
+    for (int32_t e : pending_)
+      if (L.planner->slot_of(e) < 0) misses_.push_back(e);
+    const auto share = static_cast<size_t>(std::llround(static_cast<double>(misses_.size()) * opt_.host_share));
+    std::stable_sort(misses_.begin(), misses_.end(), [&](int32_t a, int32_t b) { return L.planner->uses(a) < L.planner->uses(b); });
+    for (size_t i = 0; i < misses_.size() && host_.size() < share; ++i) {
+      const int32_t e = misses_[i];
+      ExpertView v;
+      if (!filler_->host_view(layer_, e, v) || !be_.computes_on_host(v, host_act_, host_tokens_)) return;
+      host_.emplace_back(e, v);
+      L.planner->note_use(e);
+      ++stats_.requests;
+      ++stats_.host_computed;
+      pending_.erase(std::find(pending_.begin(), pending_.end(), e));
+    }
+  }
+
   // Plans as much of the current call's pending experts as the free slots allow: hits first (they
   // cost nothing and pin their slots before any miss could evict them), then misses in router order.
   void schedule() {
@@ -243,6 +283,10 @@ class StreamedExperts final : public ExpertStore {
   std::vector<std::pair<int32_t, int32_t>> planned_;  // (expert, slot): planned, not handed out yet
   std::string failure_;                               // a planned expert's read failed
   std::vector<int32_t> misses_;
+  std::vector<std::pair<int32_t, ExpertView>> host_;  // handed out where they lie, after the slots' leases
+  bool host_offered_ = false;                         // offer_host() before this call's request()
+  Activation host_act_ = Activation::SwiGLU;
+  int64_t host_tokens_ = 0;
   std::unique_ptr<SlotFiller> filler_;  // destroyed first (see the destructor)
 };
 

@@ -69,6 +69,17 @@ TEST_F(Cli, UnknownLogitsOptionValueIsAUsageError) {
   EXPECT_THAT(r.err, HasSubstr("random"));
 }
 
+TEST_F(Cli, HostShareOutsideZeroToOneOrWithoutAStreamedCacheIsRefused) {
+  for (const char* share : {"1.5", "-0.1", "half"}) {
+    const test::CliRun r = test::run_cli({"logits", "-m", kModel, "--tokens", kTokens, "-o", out_, "--expert-residency",
+                                          "streamed", "--expert-host-share", share});
+    expect_usage_error(r);
+    EXPECT_THAT(r.err, HasSubstr("--expert-host-share")) << share;
+  }
+  const test::CliRun r = test::run_cli({"logits", "-m", kModel, "--tokens", kTokens, "-o", out_, "--expert-host-share", "0.5"});
+  expect_runtime_error(r, "--expert-host-share splits the misses of a streamed cache");
+}
+
 TEST_F(Cli, NonIntegerTokenLineNamesTheLine) {
   const test::CliRun r = logits_of_tokens("12\n7x\n5\n");
   expect_runtime_error(r, "line 2");

@@ -2,7 +2,7 @@
 // products of every weight type on the matvec and GEMM paths, normalised inputs and the gated FFN,
 // norms and element-wise operations, attention over several sequences in prefill and decode shapes
 // with every RoPE variant, windows and sinks, the routed-expert operation against the MoE layer's
-// loop, and asynchronous copies.
+// loop, experts computed on the host (the device's bytes), and asynchronous copies.
 // Tolerances follow the arithmetic: f32 activations (the F32/F16/BF16 matvecs) agree to ~1e-5,
 // 16-bit integer activations (the quantized formats' matvecs) to ~2e-5, the half precision paths
 // (GEMM, KV cache) to ~1e-3. Skips without a CUDA device.
@@ -95,6 +95,7 @@ class Ops : public testing::Test {
   std::unique_ptr<Backend> cpu_, gpu_;
   std::vector<Twin> twins_;
   std::deque<std::vector<uint8_t>> blobs_;
+  std::deque<std::vector<float>> host_f32_;
 };
 
 const GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
@@ -320,28 +321,37 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
                                          AttnCase{256, 4, 1, 16, false, neox_yarn(256)},
                                          AttnCase{128, 6, 3, 0, false, adjacent(64, 1, false)}));  // partial rotation
 
-// A store over a vector of experts (every expert resident).
+// A store over vectors of experts: every expert resident (the MoE layer may run them as one
+// operation), or moving (run in waves), with the experts marked in `on_host` handed out where they
+// lie in host memory after the others, as the streamed store does.
 class VectorStore final : public ExpertStore {
  public:
-  explicit VectorStore(std::vector<ExpertView> v) : v_(std::move(v)) {}
+  explicit VectorStore(std::vector<ExpertView> v) : dev_(std::move(v)), on_host_(dev_.size(), false), resident_(true) {}
+  VectorStore(std::vector<ExpertView> dev, std::vector<ExpertView> host, std::vector<bool> on_host)
+      : dev_(std::move(dev)), host_(std::move(host)), on_host_(std::move(on_host)), resident_(false) {}
   void request(int64_t layer, std::span<const int32_t> experts) override {
     layer_ = layer;
-    asked_.assign(experts.begin(), experts.end());
+    asked_.clear();
+    for (bool host : {false, true})
+      for (int32_t e : experts)
+        if (on_host_[e] == host) asked_.push_back(e);
     next_ = 0;
   }
   ExpertLease next() override {
     if (next_ >= asked_.size()) return {};
     const int32_t e = asked_[next_++];
-    return make_lease(layer_, e, -1, v_[e]);
+    return make_lease(layer_, e, -1, on_host_[e] ? host_[e] : dev_[e]);
   }
   ExpertStats stats() const override { return {}; }
-  bool resident() const override { return true; }
+  bool resident() const override { return resident_; }
 
  protected:
   void release(int64_t, int32_t) override {}
 
  private:
-  std::vector<ExpertView> v_;
+  std::vector<ExpertView> dev_, host_;
+  std::vector<bool> on_host_;
+  bool resident_;
   int64_t layer_ = 0;
   std::vector<int32_t> asked_;
   size_t next_ = 0;
@@ -393,6 +403,74 @@ TEST_F(Ops, RoutedExpertsMatchTheLayerLoop) {
         ASSERT_TRUE(glayer.last_on_backend());
         const std::vector<float> sum = host(*gpu_, out.gpu), got = host(*gpu_, r.gpu);
         for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], r0[i] + sum[i]) << "value " << i;
+      }
+    }
+}
+
+// Experts computed by the host's threads from their packed bytes (streamed misses, host_experts.h)
+// must give the device's bytes: the layer's output is compared bit for bit with every expert on the
+// device, for one to four tokens, both gpt-oss's contract (biases, clamped SwiGLU) and SwiGLU.
+TEST_F(Ops, ExpertsOnTheHostGiveTheDevicesBytes) {
+  std::mt19937 rng(11);
+  struct Shape {
+    int64_t d, ff, E, k;
+  };
+  for (const Shape sh : {Shape{256, 128, 8, 3}, Shape{2880, 2880, 6, 4}})
+    for (RouterContract c : {RouterContract::SoftmaxTopKRenorm, RouterContract::BiasedTopKSoftmax}) {
+      const int64_t d = sh.d, ff = sh.ff, E = sh.E, k = sh.k;
+      const Activation act = c == RouterContract::BiasedTopKSoftmax ? Activation::ClampedSwiGLU : Activation::SwiGLU;
+      std::vector<ExpertView> dev(E), packed(E);
+      const auto mat = [&](int64_t rows, int64_t cols, Mat& on_dev, Mat& on_host) {
+        auto& file = blobs_.emplace_back(ts::row_bytes(GgmlType::MXFP4, cols) * rows);
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::vector<float> x = gaussian(cols, rng, 0.1f);
+          quant::quantize_weights(GgmlType::MXFP4, x.data(), file.data() + r * ts::row_bytes(GgmlType::MXFP4, cols), cols);
+        }
+        const Mat m{GgmlType::MXFP4, file.data(), rows, cols, ts::row_bytes(GgmlType::MXFP4, cols)};
+        on_dev = gpu_->upload(m);
+        auto& bytes = blobs_.emplace_back(gpu_->packed_bytes(m));
+        on_host = gpu_->pack(m, bytes.data());
+      };
+      const auto bias = [&](int64_t n, const float*& on_dev, const float*& on_host) {
+        const std::vector<float>& b = host_f32_.emplace_back(gaussian(n, rng));
+        on_dev = gpu_->upload_f32(b);
+        on_host = b.data();
+      };
+      for (int64_t e = 0; e < E; ++e) {
+        mat(ff, d, dev[e].gate, packed[e].gate);
+        mat(ff, d, dev[e].up, packed[e].up);
+        mat(d, ff, dev[e].down, packed[e].down);
+        if (c == RouterContract::BiasedTopKSoftmax) {
+          bias(ff, dev[e].gate_bias, packed[e].gate_bias);
+          bias(ff, dev[e].up_bias, packed[e].up_bias);
+          bias(d, dev[e].down_bias, packed[e].down_bias);
+        }
+        packed[e].on_host = true;
+      }
+      ASSERT_TRUE(gpu_->computes_on_host(packed[0], act, 4));
+      EXPECT_FALSE(gpu_->computes_on_host(packed[0], act, 5));  // more tokens take the GEMMs, which the host cannot replay
+      const auto [rc, rg] = weights(GgmlType::F32, E, d, rng, 0.3f);
+      const auto [bc, bg] = vec(gaussian(E, rng));
+      const float* rbias = c == RouterContract::BiasedTopKSoftmax ? bg : nullptr;
+      for (int64_t n = 1; n <= 4; ++n) {
+        SCOPED_TRACE("d " + std::to_string(d) + " tokens " + std::to_string(n) + " contract " + std::to_string(static_cast<int>(c)));
+        const Twin x = twin(gaussian(n * d, rng), n, d);
+        const auto run = [&](std::vector<bool> on_host) {
+          const Twin out = zeros(n, d);
+          VectorStore store(dev, packed, std::move(on_host));
+          MoeLayer layer(*gpu_, MoeShape{d, ff, E, k, c, act}, n);
+          layer.forward(store, 0, rg, rbias, x.gpu, out.gpu, ExpertOrder::Router);
+          return host(*gpu_, out.gpu);
+        };
+        const std::vector<float> want = run(std::vector<bool>(E, false));
+        std::vector<bool> odd(E), all(E, true);
+        for (int64_t e = 0; e < E; ++e) odd[e] = e % 2;
+        for (const std::vector<bool>& split : {odd, all}) {
+          const std::vector<float> got = run(split);
+          ASSERT_EQ(got.size(), want.size());
+          EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+          for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "value " << i;
+        }
       }
     }
 }

@@ -53,7 +53,7 @@ TEST_P(CudaParity, WithinThePassRuleOfTheReference) {
 
 // Streamed: a cache of 1 slot per layer runs every layer in waves of one expert (with prefetch, a
 // predicted expert can take the slot first); 3 slots, a few waves; every expert, none; and 3 slots
-// fed from the files rather than a pinned copy. All must be the resident bytes: the routing, products and rank-ordered sum do not depend on where the
+// fed from the files rather than a pinned copy; misses computed on the host. All must be the resident bytes: the routing, products and rank-ordered sum do not depend on where the
 // weights are.
 class CudaStreamed : public testing::TestWithParam<std::tuple<Fixture, Path>> {};
 
@@ -69,6 +69,14 @@ TEST_P(CudaStreamed, GivesTheResidentBytesForEveryCacheSize) {
       EXPECT_TRUE(test::same_bytes(resident, test::cli_logits(f, fl, dir)))
           << f.name << ": streamed with " << slots << " slots per layer, prefetch " << prefetch << " differs from resident";
     }
+  // Misses computed on the host's threads from the pinned copy (MXFP4 experts; by default a quarter
+  // of each layer's misses, rounded, with 16 threads or more): none of them, and all of them.
+  for (const char* share : {"0", "1"}) {
+    std::vector<std::string> fl = flags(path);
+    for (const char* a : {"--expert-residency", "streamed", "--expert-cache-slots", "3", "--expert-host-share", share}) fl.push_back(a);
+    EXPECT_TRUE(test::same_bytes(resident, test::cli_logits(f, fl, dir)))
+        << f.name << ": streamed with a host share of " << share << " differs from resident";
+  }
   // A router histogram needs the choices on the host: the device routes and hands them back, and the
   // bytes stay the resident ones.
   {

@@ -11,6 +11,7 @@ namespace ts {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // 4 layers of 8 experts, each expert exactly 3 pages (so a slot is 12 KiB), read from one file.
 ExpertSource source() {
@@ -127,6 +128,23 @@ TEST(ResidencyChoice, ADeviceBackendHoldsEveryExpertOrStreamsThemIntoDeviceSlots
   EXPECT_TRUE(tight.device_from_files) << "one byte short of a pinned copy: the files feed the slots";
   EXPECT_THAT(tight.summary, HasSubstr("from the files through pinned staging"));
   EXPECT_FALSE(c.prefetch) << "auto: off on a device, where wrong guesses cost the link's time";
+  // A share of the misses computed on the host from the pinned copy: by default a quarter with at
+  // least 16 threads and none with fewer, as asked otherwise, none when the files feed the slots
+  // (nothing lies in host memory).
+  EXPECT_EQ(c.host_share, 0.0) << "no threads given";
+  o.host_threads = 16;
+  c = choose_device_residency(o, source(), row, kHostRoom);
+  EXPECT_EQ(c.host_share, 0.25);
+  EXPECT_THAT(c.summary, HasSubstr("25% of misses computed on the host"));
+  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom - 1).host_share, 0.0);
+  o.host_threads = 15;
+  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom).host_share, 0.0);
+  o.host_share = 0.0;
+  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom).host_share, 0.0);
+  EXPECT_THAT(choose_device_residency(o, source(), row, kHostRoom).summary, Not(HasSubstr("computed on the host")));
+  o.host_share = 0.6;
+  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom).host_share, 0.6);
+  o.host_share = -1;
   o.prefetch = PrefetchMode::On;
   EXPECT_TRUE(choose_device_residency(o, source(), row, kHostRoom).prefetch);
   o.prefetch = PrefetchMode::Auto;

@@ -229,6 +229,19 @@ TEST(SlotPlanner, PrefetchPlansNeitherCountNorStampUses) {
   EXPECT_EQ(plan_and_fill(p, {6}).entries[0].evicted, 5);
 }
 
+TEST(SlotPlanner, AUseServedWithoutASlotCountsAndStamps) {
+  SlotPlanner p(2, 16, EvictionPolicy::LFU);
+  plan_and_fill(p, {1, 2});
+  p.note_use(1);  // computed where it lies (a host share): counted as a use, no slot taken
+  p.note_use(9);
+  EXPECT_EQ(p.uses(1), 2);
+  EXPECT_EQ(p.uses(9), 1);
+  EXPECT_EQ(p.slot_of(9), -1);
+  // 2 has the fewest uses: LFU evicts it, not 1.
+  EXPECT_EQ(plan_and_fill(p, {3}).entries[0].evicted, 2);
+  EXPECT_THROW(p.note_use(16), Error);
+}
+
 TEST(SlotPlanner, BadArgumentsAreErrors) {
   EXPECT_THROW(SlotPlanner(0, 16, EvictionPolicy::LFU), Error);
   SlotPlanner p(2, 16, EvictionPolicy::LFU);

@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/check.h"
+#include "backend/cuda/glu.h"
 
 namespace ts::gpu {
 
@@ -43,20 +44,6 @@ __device__ inline double block_sum(double v, double* shared) {
   }
   __syncthreads();
   return shared[32];
-}
-
-// The gated activations, written as CpuBackend::glu writes them (same operations, same NaN handling).
-__device__ __forceinline__ float glu_value(Activation a, float g, float u) {
-  switch (a) {
-    case Activation::SwiGLU: return g / (1.0f + expf(-g)) * u;
-    case Activation::GeluTanhGLU: return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
-    case Activation::ClampedSwiGLU: {
-      const float x = 7.0f < g ? 7.0f : g;
-      const float y = u < -7.0f ? -7.0f : (7.0f < u ? 7.0f : u);
-      return x / (1.0f + expf(-1.702f * x)) * (y + 1.0f);
-    }
-  }
-  return 0.0f;
 }
 
 }  // namespace ts::gpu

@@ -9,6 +9,7 @@
 
 #include "backend/cuda/blas.h"
 #include "backend/cuda/check.h"
+#include "backend/cuda/host_experts.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/weight_layout.h"
 #include "util/error.h"
@@ -69,7 +70,7 @@ class PinnedScratch {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend() {
+  explicit CudaBackend(int host_threads) : host_threads_(host_threads) {
     TS_CUDA(cudaSetDevice(0));
     TS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     TS_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
@@ -87,6 +88,7 @@ class CudaBackend final : public Backend {
     for (auto& [l, t] : tables_) cudaFree(t.dev);
     for (Staged& st : staged_)
       if (st.copied) cudaEventDestroy(st.copied);
+    if (host_rows_copied_) cudaEventDestroy(host_rows_copied_);
     cudaFree(step_dev_buf_);
     gpu::blas().destroy(blas_);
     cudaEventDestroy(step_uploaded_);
@@ -400,6 +402,9 @@ class CudaBackend final : public Backend {
   }
   bool routed_experts(const RoutedExperts& op, Act x, Act out) override;
   bool offers_routed_experts() const override { return true; }
+  bool computes_on_host(const ExpertWeights& w, Activation act, int64_t tokens) const override {
+    return tokens <= gpu::kMatvecMaxRows && gpu::HostExperts::supports(w, act);
+  }
   void route_experts(const RoutedExperts& op, Act x, int32_t* experts) override;
   void run_experts(const RoutedExperts& op, Act x) override;
   void combine_experts(const RoutedExperts& op, Act x, Act out) override;
@@ -495,6 +500,7 @@ class CudaBackend final : public Backend {
     int32_t* experts = nullptr;  // [n*k] on the device, best rank first
     float* weights = nullptr;
     const int32_t* host_experts = nullptr;  // pinned copy, once read back
+    const float* host_x = nullptr;          // route_experts, few tokens: x in pinned memory
     bool gemm = false;    // many tokens: expert GEMMs over the pairs sorted by expert
     bool sorted = false;  // gemm: the sort below and the input halves are ready
     std::vector<int64_t> count, first;  // per expert: its pairs, where they start in sorted order
@@ -509,6 +515,10 @@ class CudaBackend final : public Backend {
   // The router's product, then the routing: by route(), or (in_gate_up) left to the gate/up products.
   void start_routing(const RoutedExperts& op, Act x, bool in_gate_up);
   void sort_pairs(const gpu::MoeDev& m, Act x);
+  // run_experts' two halves: the pairs of experts with device weights, and those of op's on_host
+  // experts, computed by host threads into the call's slots.
+  void run_on_device(const RoutedExperts& op, Act x);
+  void run_on_host(const RoutedExperts& op, Act x);
   // Small host arrays uploaded on the compute queue through a ring of pinned buffers, each reused
   // only after its copy completed (for tables and lists that change within one step).
   void* upload_staged(const void* src, size_t bytes);
@@ -542,6 +552,15 @@ class CudaBackend final : public Backend {
   Scratch moe_logits_, moe_experts_, moe_weights_, moe_act_, moe_slots_;
   Scratch moe_sorted_, moe_ha_, moe_h_, moe_hact_, moe_down_, moe_gu_w_, moe_down_w_;
   PinnedScratch moe_host_experts_, moe_host_sorted_;
+  // Experts computed on host threads: x read back with the routing, their slots' rows uploaded
+  // from host_rows_ (reused once host_rows_copied_ has passed).
+  int host_threads_;
+  std::unique_ptr<gpu::HostExperts> host_experts_;
+  PinnedScratch host_x_, host_rows_;
+  cudaEvent_t host_rows_copied_ = nullptr;
+  std::vector<gpu::HostExperts::Job> host_jobs_;
+  std::vector<int64_t> host_pairs_;
+  std::vector<ExpertWeights> device_experts_;
   std::map<int64_t, Table> tables_;
   MoeCall call_;
   struct Staged {
@@ -643,6 +662,11 @@ void CudaBackend::route_experts(const RoutedExperts& op, Act x, int32_t* experts
   if (!experts) return;
   int32_t* hx = moe_host_experts_.get<int32_t>(P);
   TS_CUDA(cudaMemcpyAsync(hx, call_.experts, P * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  if (x.n <= gpu::kMatvecMaxRows) {  // for experts the host may compute (run_on_host)
+    float* h = host_x_.get<float>(x.n * x.dim);
+    TS_CUDA(cudaMemcpyAsync(h, x.data, x.n * x.dim * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    call_.host_x = h;
+  }
   TS_CUDA(cudaStreamSynchronize(stream_));
   std::memcpy(experts, hx, P * sizeof(int32_t));
   call_.host_experts = hx;
@@ -685,7 +709,27 @@ void CudaBackend::sort_pairs(const gpu::MoeDev& m, Act x) {
   call_.sorted = true;
 }
 
-void CudaBackend::run_experts(const RoutedExperts& op, Act x) {
+void CudaBackend::run_experts(const RoutedExperts& op_in, Act x) {
+  // Experts on the host: the device's products skip their pairs (no weights in its table), and
+  // host threads compute them after the device's work is queued, so both run at once.
+  const bool any_host = std::any_of(op_in.experts.begin(), op_in.experts.end(), [](const ExpertWeights& e) { return e.on_host; });
+  RoutedExperts op = op_in;
+  if (any_host) {
+    device_experts_.assign(op_in.experts.begin(), op_in.experts.end());
+    for (ExpertWeights& e : device_experts_)
+      if (e.on_host) e = ExpertWeights{};
+    op.experts = device_experts_;
+    const bool any_device = std::any_of(device_experts_.begin(), device_experts_.end(), [](const ExpertWeights& e) { return e.gate.data; });
+    if (!any_device) {
+      run_on_host(op_in, x);
+      return;
+    }
+  }
+  run_on_device(op, x);
+  if (any_host) run_on_host(op_in, x);
+}
+
+void CudaBackend::run_on_device(const RoutedExperts& op, Act x) {
   const gpu::MoeDev m = moe_dev(op, x);
   const int64_t n = call_.n, P = n * call_.k;
   for (const ExpertWeights& e : op.experts)
@@ -731,6 +775,31 @@ void CudaBackend::run_experts(const RoutedExperts& op, Act x) {
   gpu::sorted_down_bias(call_.out_rows, pair_expert, P, m, stream_);
 }
 
+void CudaBackend::run_on_host(const RoutedExperts& op, Act x) {
+  const int64_t n = call_.n, k = call_.k, P = n * k, d = x.dim;
+  if (!call_.host_x || !call_.host_experts || n > gpu::kMatvecMaxRows)
+    fail("internal error: layer {}: experts on the host need the few-token routing of route_experts", op.layer);
+  if (!call_.out_rows) call_.out_rows = moe_slots_.get<float>(P * d);
+  if (!host_experts_) host_experts_ = std::make_unique<gpu::HostExperts>(host_threads_);
+  if (!host_rows_copied_) TS_CUDA(cudaEventCreateWithFlags(&host_rows_copied_, cudaEventDisableTiming));
+  else TS_CUDA(cudaEventSynchronize(host_rows_copied_));  // the last upload has left host_rows_
+  float* rows = host_rows_.get<float>(P * d);
+  host_jobs_.clear();
+  host_pairs_.clear();
+  for (int64_t i = 0; i < P; ++i) {
+    const ExpertWeights& e = op.experts[call_.host_experts[i]];
+    if (!e.on_host) continue;
+    if (!computes_on_host(e, op.activation, n))
+      fail("internal error: layer {}: expert {} cannot be computed on the host", op.layer, call_.host_experts[i]);
+    host_jobs_.push_back(gpu::HostExperts::Job{&e, call_.host_x + i / k * d, rows + i * d});
+    host_pairs_.push_back(i);
+  }
+  host_experts_->run(host_jobs_, op.activation);
+  for (int64_t i : host_pairs_)
+    TS_CUDA(cudaMemcpyAsync(call_.out_rows + i * d, rows + i * d, d * sizeof(float), cudaMemcpyHostToDevice, stream_));
+  TS_CUDA(cudaEventRecord(host_rows_copied_, stream_));
+}
+
 void CudaBackend::combine_experts(const RoutedExperts& op, Act x, Act out) {
   if (!call_.out_rows) fail("internal error: layer {}: routed experts combined before they ran", op.layer);
   if (call_.gemm)
@@ -761,6 +830,6 @@ bool cuda_device_usable(std::string* why) {
   return true;
 }
 
-std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+std::unique_ptr<Backend> make_cuda_backend(int host_threads) { return std::make_unique<CudaBackend>(host_threads); }
 
 }  // namespace ts

@@ -11,6 +11,8 @@ namespace ts {
 
 // Whether a CUDA device this build can run on is present; `why` says why not.
 bool cuda_device_usable(std::string* why);
-std::unique_ptr<Backend> make_cuda_backend();
+// host_threads: the threads that compute routed experts on the host (streamed experts in pinned
+// memory, Backend::computes_on_host), started at their first use.
+std::unique_ptr<Backend> make_cuda_backend(int host_threads);
 
 }  // namespace ts

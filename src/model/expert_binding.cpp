@@ -83,7 +83,8 @@ void prefault_resident_core(const GgufFile& g) {
 }
 
 BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFile& g, uint64_t resident_core,
-                          const HParams& h, const ResidencyOptions& o, const RunShape& run, Backend& be) {
+                          const HParams& h, Activation expert_activation, const ResidencyOptions& o, const RunShape& run,
+                          Backend& be) {
   // The same sum as check_run_memory's, so that a cache sized to the budget passes the check: what
   // the process holds now, the resident core, the run's buffers, the slack, and the experts' memory.
   MemoryEstimate e = estimate_run_memory(h, resident_core, run.n_ctx, run.batch, run.logit_rows);
@@ -102,16 +103,10 @@ BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFil
     for (int64_t l = 0; l < src->n_layer(); ++l)
       if (src->is_moe(l)) device_slot_row += device_slot_bytes(*src, l, be);
   const uint64_t host_room = needs.budget > needs.runtime ? needs.budget - needs.runtime : 0;
-  b.choice = device ? choose_device_residency(o, *src, device_slot_row, host_room) : choose_residency(o, *src, needs);
-  // Explicit modes and cache sizes are not fitted to the budget: refuse them here, before the store
-  // reads or allocates anything, if the system cannot hold them.
-  if (!device && b.choice.mode != ResidencyMode::Mapped) e.experts = b.choice.expert_memory;
-  check_run_memory(e, limits, rss, current_vm_bytes());
-  b.source = src;
   // The mapped store reads the experts where they lie: in the model's own map for a GGUF source, in
-  // maps of the layer files for an install.
+  // maps of the layer files for an install. A device backend uploads from them.
   std::vector<const uint8_t*> maps;
-  if (device || b.choice.mode == ResidencyMode::Mapped)
+  const auto map_files = [&] {
     for (const std::string& path : src->files()) {
       if (path == g.path()) {
         maps.push_back(g.file().data());
@@ -120,6 +115,22 @@ BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFil
         maps.push_back(b.maps.back()->data());
       }
     }
+  };
+  if (device) {
+    map_files();
+    int64_t first = 0;  // the first MoE layer: every expert of the model has its format and shape
+    while (!src->is_moe(first)) ++first;
+    const bool host_computes = be.computes_on_host(src->mapped_view(first, 0, maps), expert_activation, 1);
+    b.choice = choose_device_residency(o, *src, device_slot_row, host_room, host_computes);
+  } else {
+    b.choice = choose_residency(o, *src, needs);
+    if (b.choice.mode == ResidencyMode::Mapped) map_files();
+  }
+  // Explicit modes and cache sizes are not fitted to the budget: refuse them here, before the store
+  // reads or allocates anything, if the system cannot hold them.
+  if (!device && b.choice.mode != ResidencyMode::Mapped) e.experts = b.choice.expert_memory;
+  check_run_memory(e, limits, rss, current_vm_bytes());
+  b.source = src;
   if (device) {
     const std::unique_ptr<ExpertStore> mapped = make_mapped_experts(src, maps);
     if (b.choice.mode == ResidencyMode::Streamed) {

@@ -39,6 +39,7 @@ void prefault_resident_core(const GgufFile& g);
 // Chooses the residency (the budget: o.memory_budget, else the cgroup limit and MemAvailable) and
 // builds the store. resident_core: the bytes of the weights that stay mapped.
 BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFile& g, uint64_t resident_core,
-                          const HParams& h, const ResidencyOptions& o, const RunShape& run, Backend& be);
+                          const HParams& h, Activation expert_activation, const ResidencyOptions& o, const RunShape& run,
+                          Backend& be);
 
 }  // namespace ts

@@ -76,7 +76,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, Backend& be, const L
     if (h.n_ff_expert <= 0) fail("'{}': the expert width (expert_feed_forward_length) is missing", g.path());
     auto src = install ? expert_source_from_install(*install, h, f) : expert_source_from_gguf(g, h, f);
     m->resident_weights_ = install ? g.file().size() : g.file().size() - src->total_expert_bytes();
-    m->experts_ = bind_experts(std::move(src), g, m->resident_weights_, h, o.experts, o.run, be);
+    m->experts_ = bind_experts(std::move(src), g, m->resident_weights_, h, f.expert_activation, o.experts, o.run, be);
     prefault_resident_core(g);
   } else {
     m->resident_weights_ = g.file().size();

@@ -46,6 +46,9 @@ const char* residency_mode_name(ResidencyMode m) {
 }
 
 ResidencyChoice choose_residency(const ResidencyOptions& o, const ExpertSource& src, const ResidencyNeeds& n) {
+  if (o.host_share > 0)
+    fail("--expert-host-share splits a device's misses between its link and the host's cores; on the CPU backend the "
+         "host computes every expert already (drop the option, or add --device cuda)");
   const bool direct = o.read.direct_io;
   const uint64_t row = slot_row_bytes(src, direct);
   const uint64_t all = row * static_cast<uint64_t>(src.n_expert());
@@ -92,7 +95,7 @@ ResidencyChoice choose_residency(const ResidencyOptions& o, const ExpertSource& 
 }
 
 ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src, uint64_t device_slot_row,
-                                        uint64_t host_room) {
+                                        uint64_t host_room, bool host_computes) {
   ResidencyChoice c;
   if (o.mode == ResidencyMode::Mapped)
     fail("--expert-residency mapped is not available on a device backend: it computes from its own memory "
@@ -123,8 +126,14 @@ ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertS
   // it, misses are read from the files into pinned staging (the cache's size, twice) first.
   const uint64_t pinned = device_slot_row * static_cast<uint64_t>(src.n_expert());
   c.device_from_files = pinned > host_room;
-  // Misses the host's cores compute from the pinned copy while the link copies the others.
-  c.host_share = c.device_from_files ? 0.0
+  // Misses the host's cores compute from the pinned copy while the link copies the others. A share
+  // asked for where it cannot apply is refused when nothing lies in host memory (the user can change
+  // the budget) and noted when the backend's host threads cannot compute these experts (the model's).
+  if (c.device_from_files && o.host_share > 0)
+    fail("--expert-host-share {} computes misses from a pinned copy of every expert ({}), which does not fit the {} of "
+         "host memory the budget leaves: drop the option, or raise --memory-budget-mb",
+         o.host_share, format_bytes(pinned), format_bytes(host_room));
+  c.host_share = c.device_from_files || !host_computes ? 0.0
                  : o.host_share >= 0 ? o.host_share
                  : o.host_threads >= kHostShareThreads ? kDefaultHostShare
                                                        : 0.0;
@@ -135,7 +144,10 @@ ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertS
                         o.read.direct_io ? "; O_DIRECT" : "")
           : fmt::format("from {} of pinned host memory", format_bytes(pinned));
   const std::string host =
-      c.host_share > 0 ? fmt::format("; {:.0f}% of misses computed on the host", 100 * c.host_share) : std::string();
+      c.host_share > 0 ? fmt::format("; {:.0f}% of misses computed on the host", 100 * c.host_share)
+      : o.host_share > 0 ? std::string("; no misses computed on the host (its threads take MXFP4 experts with a gated "
+                                       "SiLU only, not these)")
+                         : std::string();
   c.summary = fmt::format("experts streamed into device memory: {} of {} slots per layer ({} of cache, {}{}), fed {}{}",
                           c.slots_per_layer, src.n_expert(), format_bytes(c.expert_memory),
                           o.policy == EvictionPolicy::LFU ? "LFU" : "LRU", c.prefetch ? ", prefetch" : "", feed, host);

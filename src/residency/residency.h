@@ -57,9 +57,10 @@ ResidencyChoice choose_residency(const ResidencyOptions& o, const ExpertSource& 
 // by --expert-cache-mb (over device_slot_row, the bytes of one slot in every MoE layer in the
 // backend's layout) or --expert-cache-slots, fed from a pinned copy of every expert when it fits in
 // host_room (the host memory the budget leaves), else from the files through pinned staging;
-// mapped is refused.
+// mapped is refused. host_computes: whether the backend's host threads can compute these experts
+// (Backend::computes_on_host), without which no share of the misses goes to them.
 ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertSource& src, uint64_t device_slot_row,
-                                        uint64_t host_room);
+                                        uint64_t host_room, bool host_computes);
 
 // maps: the source's files in memory (used by the mapped store only).
 std::unique_ptr<ExpertStore> make_expert_store(const ResidencyChoice& c, const ResidencyOptions& o,

@@ -78,6 +78,12 @@ TEST_F(Cli, HostShareOutsideZeroToOneOrWithoutAStreamedCacheIsRefused) {
   }
   const test::CliRun r = test::run_cli({"logits", "-m", kModel, "--tokens", kTokens, "-o", out_, "--expert-host-share", "0.5"});
   expect_runtime_error(r, "--expert-host-share splits the misses of a streamed cache");
+  // On the CPU the host computes every expert: the option would do nothing there.
+  const std::string moe = test::models_dir() + "/gpt-oss-mxfp4";
+  const test::CliRun cpu = test::run_cli({"logits", "-m", moe + ".gguf", "--tokens", moe + ".tokens.txt", "-o", out_, "--device",
+                                          "cpu", "--expert-residency", "streamed", "--expert-cache-slots", "2",
+                                          "--expert-host-share", "0.5"});
+  expect_runtime_error(cpu, "on the CPU backend the host computes every expert already");
 }
 
 TEST_F(Cli, NonIntegerTokenLineNamesTheLine) {

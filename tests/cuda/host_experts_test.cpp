@@ -132,7 +132,9 @@ TEST(HostExperts, MatchTheDefinitionAndGiveTheSameBytesForAnyThreadsAndGrouping)
         const gpu::HostExperts::Job j{&experts[i].w, xs[i].data(), alone[i].data()};
         one.run({&j, 1}, c.act);
         EXPECT_EQ(std::memcmp(together[i].data(), alone[i].data(), c.d * sizeof(float)), 0) << "expert " << i;
-        if (!scalar.empty()) EXPECT_EQ(std::memcmp(scalar[i].data(), alone[i].data(), c.d * sizeof(float)), 0) << "expert " << i;
+        if (!scalar.empty()) {
+          EXPECT_EQ(std::memcmp(scalar[i].data(), alone[i].data(), c.d * sizeof(float)), 0) << "expert " << i;
+        }
       }
       if (scalar.empty()) scalar = alone;
     }

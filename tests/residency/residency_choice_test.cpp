@@ -97,34 +97,34 @@ TEST(ResidencyChoice, ADeviceBackendHoldsEveryExpertOrStreamsThemIntoDeviceSlots
   ResidencyOptions o;
   for (ResidencyMode m : {ResidencyMode::Auto, ResidencyMode::Resident}) {
     o.mode = m;
-    const ResidencyChoice c = choose_device_residency(o, source(), row, kHostRoom);
+    const ResidencyChoice c = choose_device_residency(o, source(), row, kHostRoom, true);
     EXPECT_EQ(c.mode, ResidencyMode::Resident);
     EXPECT_EQ(c.expert_memory, 8 * 4 * 3 * 4096u);
     EXPECT_THAT(c.summary, HasSubstr("device memory"));
   }
   o.mode = ResidencyMode::Mapped;
   try {
-    choose_device_residency(o, source(), row, kHostRoom);
+    choose_device_residency(o, source(), row, kHostRoom, true);
     ADD_FAILURE() << "mapped was accepted";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("--expert-residency mapped is not available on a device backend"));
   }
   o.mode = ResidencyMode::Streamed;
   try {
-    choose_device_residency(o, source(), row, kHostRoom);
+    choose_device_residency(o, source(), row, kHostRoom, true);
     ADD_FAILURE() << "streamed without a cache size was accepted";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("needs --expert-cache-mb"));
   }
   o.cache_bytes = 3 * row + row / 2;
-  ResidencyChoice c = choose_device_residency(o, source(), row, kHostRoom);
+  ResidencyChoice c = choose_device_residency(o, source(), row, kHostRoom, true);
   EXPECT_EQ(c.mode, ResidencyMode::Streamed);
   EXPECT_EQ(c.slots_per_layer, 3);
   EXPECT_EQ(c.expert_memory, 3 * row);
   EXPECT_THAT(c.summary, HasSubstr("3 of 8 slots per layer"));
   EXPECT_FALSE(c.device_from_files) << "the pinned copy fits the host";
   EXPECT_THAT(c.summary, HasSubstr("of pinned host memory"));
-  const ResidencyChoice tight = choose_device_residency(o, source(), row, kHostRoom - 1);
+  const ResidencyChoice tight = choose_device_residency(o, source(), row, kHostRoom - 1, true);
   EXPECT_TRUE(tight.device_from_files) << "one byte short of a pinned copy: the files feed the slots";
   EXPECT_THAT(tight.summary, HasSubstr("from the files through pinned staging"));
   EXPECT_FALSE(c.prefetch) << "auto: off on a device, where wrong guesses cost the link's time";
@@ -133,27 +133,59 @@ TEST(ResidencyChoice, ADeviceBackendHoldsEveryExpertOrStreamsThemIntoDeviceSlots
   // (nothing lies in host memory).
   EXPECT_EQ(c.host_share, 0.0) << "no threads given";
   o.host_threads = 16;
-  c = choose_device_residency(o, source(), row, kHostRoom);
+  c = choose_device_residency(o, source(), row, kHostRoom, true);
   EXPECT_EQ(c.host_share, 0.25);
   EXPECT_THAT(c.summary, HasSubstr("25% of misses computed on the host"));
-  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom - 1).host_share, 0.0);
+  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom - 1, true).host_share, 0.0);
   o.host_threads = 15;
-  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom).host_share, 0.0);
+  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom, true).host_share, 0.0);
   o.host_share = 0.0;
-  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom).host_share, 0.0);
-  EXPECT_THAT(choose_device_residency(o, source(), row, kHostRoom).summary, Not(HasSubstr("computed on the host")));
+  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom, true).host_share, 0.0);
+  EXPECT_THAT(choose_device_residency(o, source(), row, kHostRoom, true).summary, Not(HasSubstr("computed on the host")));
   o.host_share = 0.6;
-  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom).host_share, 0.6);
+  EXPECT_EQ(choose_device_residency(o, source(), row, kHostRoom, true).host_share, 0.6);
+  // Asked for where it cannot apply: refused when no pinned copy fits (the budget can change), none
+  // and said so when the host's threads cannot compute the model's experts.
+  try {
+    choose_device_residency(o, source(), row, kHostRoom - 1, true);
+    ADD_FAILURE() << "a host share without a pinned copy was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--expert-host-share 0.6 computes misses from a pinned copy of every expert"));
+  }
+  c = choose_device_residency(o, source(), row, kHostRoom, false);
+  EXPECT_EQ(c.host_share, 0.0);
+  EXPECT_THAT(c.summary, HasSubstr("no misses computed on the host"));
   o.host_share = -1;
+  o.host_threads = 16;
+  c = choose_device_residency(o, source(), row, kHostRoom, false);
+  EXPECT_EQ(c.host_share, 0.0) << "the default where the host cannot compute the experts";
+  EXPECT_THAT(c.summary, Not(HasSubstr("on the host")));
+  o.host_threads = 15;
   o.prefetch = PrefetchMode::On;
-  EXPECT_TRUE(choose_device_residency(o, source(), row, kHostRoom).prefetch);
+  EXPECT_TRUE(choose_device_residency(o, source(), row, kHostRoom, true).prefetch);
   o.prefetch = PrefetchMode::Auto;
   o.cache_bytes = row - 1;
-  EXPECT_THROW(choose_device_residency(o, source(), row, kHostRoom), Error) << "less than one slot per layer";
+  EXPECT_THROW(choose_device_residency(o, source(), row, kHostRoom, true), Error) << "less than one slot per layer";
   o.cache_bytes = 0;
   o.cache_slots = 100;
-  c = choose_device_residency(o, source(), row, kHostRoom);
+  c = choose_device_residency(o, source(), row, kHostRoom, true);
   EXPECT_EQ(c.slots_per_layer, 8) << "at most every expert";
+}
+
+// On the CPU backend the host computes every expert: a share of the misses for it means nothing.
+TEST(ResidencyChoice, AHostShareIsRefusedOnTheCpu) {
+  ResidencyOptions o;
+  o.mode = ResidencyMode::Streamed;
+  o.cache_slots = 3;
+  o.host_share = 0.0;
+  EXPECT_NO_THROW(choose_residency(o, source(), needs(0)));
+  o.host_share = 0.5;
+  try {
+    choose_residency(o, source(), needs(0));
+    ADD_FAILURE() << "a host share on the CPU was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("on the CPU backend the host computes every expert already"));
+  }
 }
 
 TEST(ResidencyChoice, ExplicitModesAreKept) {

@@ -119,8 +119,9 @@ BoundExperts bind_experts(std::shared_ptr<const ExpertSource> src, const GgufFil
   if (device) {
     map_files();
     int64_t first = 0;  // the first MoE layer: every expert of the model has its format and shape
-    while (!src->is_moe(first)) ++first;
-    const bool host_computes = be.computes_on_host(src->mapped_view(first, 0, maps), expert_activation, 1);
+    while (first < src->n_layer() && !src->is_moe(first)) ++first;
+    const bool host_computes =
+        first < src->n_layer() && be.computes_on_host(src->mapped_view(first, 0, maps), expert_activation, 1);
     b.choice = choose_device_residency(o, *src, device_slot_row, host_room, host_computes);
   } else {
     b.choice = choose_residency(o, *src, needs);

@@ -145,8 +145,8 @@ ResidencyChoice choose_device_residency(const ResidencyOptions& o, const ExpertS
           : fmt::format("from {} of pinned host memory", format_bytes(pinned));
   const std::string host =
       c.host_share > 0 ? fmt::format("; {:.0f}% of misses computed on the host", 100 * c.host_share)
-      : o.host_share > 0 ? std::string("; no misses computed on the host (its threads take MXFP4 experts with a gated "
-                                       "SiLU only, not these)")
+      : o.host_share > 0 ? std::string("; no misses computed on the host (the backend's host threads cannot compute "
+                                       "these experts)")
                          : std::string();
   c.summary = fmt::format("experts streamed into device memory: {} of {} slots per layer ({} of cache, {}{}), fed {}{}",
                           c.slots_per_layer, src.n_expert(), format_bytes(c.expert_memory),

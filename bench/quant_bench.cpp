@@ -29,9 +29,14 @@ struct Setup {
   size_t xq_stride;
 };
 
-const Setup& setup(GgmlType t, int64_t n_tok, bool act16 = false) {
-  static std::map<std::tuple<GgmlType, int64_t, bool>, Setup> cache;
-  auto [it, fresh] = cache.try_emplace({t, n_tok, act16});
+// The activations a kernel multiplies: llama.cpp's int8 formats (per weight type), or an int16 row
+// with int16 or 8-bit codes.
+enum class Acts { llama8, int16, int16_codes8 };
+
+const Setup& setup(GgmlType t, int64_t n_tok, Acts acts = Acts::llama8) {
+  static std::map<std::tuple<GgmlType, int64_t, Acts>, Setup> cache;
+  auto [it, fresh] = cache.try_emplace({t, n_tok, acts});
+  const bool act16 = acts != Acts::llama8;
   Setup& s = it->second;
   if (!fresh) return s;
   std::mt19937 rng(1);
@@ -51,18 +56,21 @@ const Setup& setup(GgmlType t, int64_t n_tok, bool act16 = false) {
   s.xq.resize(s.xq_stride * n_tok);
   for (int64_t i = 0; i < n_tok; ++i) {
     for (float& v : row) v = g(rng);
-    if (act16) quantize_act16(row.data(), s.xq.data() + i * s.xq_stride, kK);
+    if (act16)
+      quantize_act16(row.data(), s.xq.data() + i * s.xq_stride, kK, acts == Acts::int16 ? ActCodes::int16 : ActCodes::int8);
     else quantize_activation(t, row.data(), s.xq.data() + i * s.xq_stride, kK);
   }
   return s;
 }
 
-// act16: the int16-activation kernels (the default path) instead of the int8 ones.
-void run(benchmark::State& state, GgmlType t, Isa isa, int64_t n_tok, bool act16) {
+void run(benchmark::State& state, GgmlType t, Isa isa, int64_t n_tok, Acts acts) {
   if (!isa_supported(isa)) return state.SkipWithError("ISA not supported here");
-  const MatmulFn f = act16 ? kernels_for(isa).matmul16[type_index(t)] : kernels_for(isa).matmul[type_index(t)];
+  const KernelTable& kt = kernels_for(isa);
+  const MatmulFn f = acts == Acts::llama8 ? kt.matmul[type_index(t)]
+                     : acts == Acts::int16 ? kt.matmul16[type_index(t)]
+                                           : kt.matmul8[type_index(t)];
   if (!f) return state.SkipWithError("no kernel");
-  const Setup& s = setup(t, n_tok, act16);
+  const Setup& s = setup(t, n_tok, acts);
   std::vector<float> Y(static_cast<size_t>(kRows * n_tok));
   const size_t copies = s.weights.size() / s.matrix_bytes;
   size_t c = 0;
@@ -119,10 +127,12 @@ const bool registered = [] {
                      GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::F16, GgmlType::BF16})
     for (Isa isa : kAllIsas) {
       const std::string suffix = std::string(type_name(t)) + "/" + isa_name(isa);
-      for (bool act16 : {false, true})
+      for (Acts acts : {Acts::llama8, Acts::int16, Acts::int16_codes8})
         for (int64_t n_tok : {1, 4, 8, 64}) {
-          const std::string name = (n_tok == 1 ? "Matvec" : "Matmul" + std::to_string(n_tok)) + (act16 ? "x16/" : "/") + suffix;
-          benchmark::RegisterBenchmark(name.c_str(), run, t, isa, n_tok, act16)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+          if (acts == Acts::int16_codes8 && n_tok < 8) continue;  // the 8-bit kernels are prefill panels
+          const char* kind = acts == Acts::llama8 ? "/" : acts == Acts::int16 ? "x16/" : "x8/";
+          const std::string name = (n_tok == 1 ? "Matvec" : "Matmul" + std::to_string(n_tok)) + kind + suffix;
+          benchmark::RegisterBenchmark(name.c_str(), run, t, isa, n_tok, acts)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
         }
       for (bool multiply : {false, true}) {
         const std::string name = (multiply ? "DecodedMatvec/" : "Dequant/") + suffix;

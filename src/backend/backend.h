@@ -313,9 +313,10 @@ class Backend {
 // precision"). Every mode gives the same bytes for any thread count and batch size.
 enum class Precision {
   Int16,  // default: activations rounded to int16 per block of 32 (1/65534 of the block maximum), exact
-          // integer dots: far closer to exact than llama.cpp, as fast as its int8 scheme
+          // integer dots: far closer to exact than llama.cpp, its decode as fast as int8's
   Exact,  // weights decoded to f32 times exact f32 activations: only the weights' own rounding is left
-  Int8,   // llama.cpp's scheme: activations rounded to int8 per block, integer dots
+  Int8,   // the same with 8-bit codes (1/254 of the block maximum, llama.cpp's activation rounding with
+          // float scales): prefill about 1.7x faster where AVX-512 VNNI multiplies four bytes per lane
 };
 // "int16", "exact" or "int8"; anything else is a ts::Error.
 Precision parse_precision(const std::string& name);

@@ -1,5 +1,6 @@
 // int16 activation quantization (kernels.h). One scalar implementation for every kernel table, so
-// all ISAs see the same codes: d = amax / 32767, q = round-to-nearest-even(x * (32767 / amax)).
+// all ISAs see the same codes: d = amax / max, q = round-to-nearest-even(x * (max / amax)), max 32767
+// (or 127 for 8-bit codes).
 #include <cmath>
 #include <cstring>
 
@@ -15,24 +16,24 @@ size_t act16_bytes(int64_t n) {
   return (bytes + 63) / 64 * 64;  // rows stay 64-byte aligned in a buffer of several rows
 }
 
-void quantize_act16(const float* x, void* dst, int64_t n) {
+void quantize_act16(const float* x, void* dst, int64_t n, ActCodes codes) {
   if (n % kQK != 0) fail("activation length {} is not a multiple of 32", n);
   auto* p = static_cast<uint8_t*>(dst);
   auto* d = reinterpret_cast<float*>(p + 2 * n);
   const Act16Fn f = active_kernels().quantize16;
-  (f ? f : quantize_act16_ref)(x, n / kQK, reinterpret_cast<int16_t*>(p), d, d + n / kQK,
+  (f ? f : quantize_act16_ref)(x, n / kQK, max_code(codes), reinterpret_cast<int16_t*>(p), d, d + n / kQK,
                                reinterpret_cast<int32_t*>(d + 2 * (n / kQK)));
 }
 
-void quantize_act16_block(const float* x32, void* row, int64_t n, int64_t b) {
+void quantize_act16_block(const float* x32, void* row, int64_t n, int64_t b, ActCodes codes) {
   auto* p = static_cast<uint8_t*>(row);
   auto* d = reinterpret_cast<float*>(p + 2 * n);
   const Act16Fn f = active_kernels().quantize16;
-  (f ? f : quantize_act16_ref)(x32, 1, reinterpret_cast<int16_t*>(p) + b * kQK, d + b, d + n / kQK + b,
+  (f ? f : quantize_act16_ref)(x32, 1, max_code(codes), reinterpret_cast<int16_t*>(p) + b * kQK, d + b, d + n / kQK + b,
                                reinterpret_cast<int32_t*>(d + 2 * (n / kQK)) + b);
 }
 
-void quantize_act16_ref(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s, int32_t* sum) {
+void quantize_act16_ref(const float* x, int64_t n_blocks, int32_t max_code, int16_t* q, float* d, float* s, int32_t* sum) {
   for (int64_t b = 0; b < n_blocks; ++b, x += kQK, q += kQK) {
     float amax = 0;
     bool finite = true;
@@ -46,13 +47,13 @@ void quantize_act16_ref(const float* x, int64_t n_blocks, int16_t* q, float* d, 
       sum[b] = 0;
       continue;
     }
-    const float id = amax != 0 ? static_cast<float>(kAct16Max) / amax : 0.0f;
+    const float id = amax != 0 ? static_cast<float>(max_code) / amax : 0.0f;
     int32_t qs = 0;
     for (int j = 0; j < kQK; ++j) {
       q[j] = static_cast<int16_t>(std::nearbyint(x[j] * id));
       qs += q[j];
     }
-    d[b] = amax / static_cast<float>(kAct16Max);
+    d[b] = amax / static_cast<float>(max_code);
     s[b] = d[b] * static_cast<float>(qs);
     sum[b] = qs;
   }

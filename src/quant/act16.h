@@ -7,10 +7,13 @@
 #include <cstdint>
 
 #include "quant/blocks.h"
+#include "quant/kernels.h"
 
 namespace ts::quant {
 
 inline constexpr int32_t kAct16Max = 32767;  // |q| <= this: sums of products stay far inside int32
+inline constexpr int32_t kAct8Max = 127;      // ActCodes::int8
+inline int32_t max_code(ActCodes c) { return c == ActCodes::int8 ? kAct8Max : kAct16Max; }
 
 struct Act16Row {
   const int16_t* q;
@@ -25,7 +28,7 @@ inline Act16Row act16_row(const uint8_t* p, int64_t n) {
 
 // The scalar definition of quantize_act16 (kernels.h) over n_blocks blocks; vector versions give the
 // same bytes.
-void quantize_act16_ref(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s, int32_t* sum);
+void quantize_act16_ref(const float* x, int64_t n_blocks, int32_t max_code, int16_t* q, float* d, float* s, int32_t* sum);
 
 // How the offset of a format enters the result (see kernels.h): y = acc + accm, acc - accm or acc.
 enum class MinSign { none, add, sub };

@@ -19,7 +19,8 @@ using MatmulFn = void (*)(const uint8_t* W, size_t row_stride, int64_t rows, int
 using DequantFn = void (*)(const uint8_t* src, float* dst, int64_t n);
 // quantize_act16's contract for n_blocks blocks of 32 values: codes to q, scales to d, scaled sums to
 // s, the codes' integer sums to sum.
-using Act16Fn = void (*)(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s, int32_t* sum);
+// max_code: kAct16Max or kAct8Max.
+using Act16Fn = void (*)(const float* x, int64_t n_blocks, int32_t max_code, int16_t* q, float* d, float* s, int32_t* sum);
 
 inline constexpr size_t kMaxType = 40;  // ggml type ids are below this
 
@@ -27,6 +28,7 @@ struct KernelTable {
   const char* name = nullptr;
   std::array<MatmulFn, kMaxType> matmul{};    // null: the type has no dot kernel
   std::array<MatmulFn, kMaxType> matmul16{};  // int16 activations (kernels.h); null: none
+  std::array<MatmulFn, kMaxType> matmul8{};   // the same with 8-bit codes (quantize_act8); null: matmul16
   std::array<DequantFn, kMaxType> dequant{};  // null: use dequantize_ref
   Act16Fn quantize16 = nullptr;               // null: the scalar definition (quantize_act16_ref)
 };

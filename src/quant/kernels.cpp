@@ -89,9 +89,10 @@ bool has_act16_kernel(GgmlType w) {
 }
 
 void matmul16(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k, const void* xq, size_t xq_stride,
-              int64_t n_tok, float* Y, size_t y_stride) {
+              int64_t n_tok, float* Y, size_t y_stride, ActCodes codes) {
   const TypeInfo& ti = type_info(w);
-  const MatmulFn f = has_act16_kernel(w) ? active_kernels().matmul16[type_index(w)] : nullptr;
+  MatmulFn f = has_act16_kernel(w) ? active_kernels().matmul16[type_index(w)] : nullptr;
+  if (f && codes == ActCodes::int8 && active_kernels().matmul8[type_index(w)]) f = active_kernels().matmul8[type_index(w)];
   if (!f) fail("no int16-activation kernel for tensor type {}", ti.name);
   if (k <= 0 || k % ti.block_elems != 0 || k % 32 != 0)
     fail("row length {} is not a positive multiple of the {} block size", k, ti.name);

@@ -54,17 +54,24 @@ void matmul(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t 
 //
 // Row layout (act16_bytes(n) bytes, n a multiple of 32): int16 q[n], float d[n/32], float s[n/32],
 // int32 sum[n/32] (sum(xq of block b), which kernels that decode weights with an offset take back).
+//
+// 8-bit codes (ActCodes::int8): the same layout and contract with d = amax / 127, so |q| <= 127:
+// llama.cpp's activation rounding (with float scales), which the AVX-512 VNNI table multiplies twice
+// as fast in prefill (vpdpbusd, four values per lane). Products of such rows take the same kernels:
+// the bytes do not depend on which kernel ran them.
+enum class ActCodes { int16, int8 };
 size_t act16_bytes(int64_t n);
-void quantize_act16(const float* x, void* dst, int64_t n);
+void quantize_act16(const float* x, void* dst, int64_t n, ActCodes codes = ActCodes::int16);
 // Block b (values 32b .. 32b + 31, from x32) of an activation row of n values at `row`: for a
 // producer that finishes a row 32 values at a time.
-void quantize_act16_block(const float* x32, void* row, int64_t n, int64_t b);
+void quantize_act16_block(const float* x32, void* row, int64_t n, int64_t b, ActCodes codes = ActCodes::int16);
 // Whether `w` has int16-activation kernels (every quantized type with a dot kernel does; float
 // weights are multiplied with f32 activations instead).
 bool has_act16_kernel(GgmlType w);
 // Y[t * y_stride + r] = row r of W times activation row t, as in matmul() above.
+// `codes`: how xq was quantized (int8 lets the table use its 8-bit kernels where it has them).
 void matmul16(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k, const void* xq, size_t xq_stride,
-              int64_t n_tok, float* Y, size_t y_stride);
+              int64_t n_tok, float* Y, size_t y_stride, ActCodes codes = ActCodes::int16);
 
 // --- weight quantization (for `turbospark synth` and tests) ------------------------------------
 // n elements (a multiple of the block size) into `dst`. Supported: F32, F16, BF16, Q8_0, Q4_0,

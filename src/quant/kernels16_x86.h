@@ -130,6 +130,8 @@ inline __m256 gather_f16(const uint8_t* const* p, int off) {
 // --- formats -------------------------------------------------------------------------------------
 // Each format gives, for one weight block: the int16 codes of group g (kVecs vectors of 16 values in
 // order) and, for 8 rows at once, each group's factor D and offset M as vectors (lane = row).
+// Formats with groups of 32 also give kU8Bias, the least value that makes every code non-negative
+// and at most 255 (for the 8-bit panels below).
 template <int Bytes, int Elems, int Group, MinSign Sign>
 struct Shape {
   static constexpr int kBytes = Bytes, kElems = Elems, kGroup = Group, kGroups = Elems / Group, kVecs = Group / 16;
@@ -137,6 +139,7 @@ struct Shape {
 };
 
 struct Q4_0 : Shape<layout::q4_0_bytes, kQK, kQK, MinSign::none> {
+  static constexpr int kU8Bias = 8;
   static constexpr int kNibbleQs = layout::q4_0_qs;
   alignas(64) static constexpr int16_t kNibbleWords[32] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
   static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
@@ -147,6 +150,7 @@ struct Q4_0 : Shape<layout::q4_0_bytes, kQK, kQK, MinSign::none> {
   static void factors8(const uint8_t* const* p, __m256* D, __m256*) { D[0] = gather_f16(p, 0); }
 };
 struct Q4_1 : Shape<layout::q4_1_bytes, kQK, kQK, MinSign::add> {
+  static constexpr int kU8Bias = 0;
   static constexpr int kNibbleQs = layout::q4_1_qs;
   alignas(64) static constexpr int16_t kNibbleWords[32] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
@@ -160,6 +164,7 @@ struct Q4_1 : Shape<layout::q4_1_bytes, kQK, kQK, MinSign::add> {
   }
 };
 struct Q5_0 : Shape<layout::q5_0_bytes, kQK, kQK, MinSign::none> {
+  static constexpr int kU8Bias = 16;
   static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
     const __m256i w = widen_u8(b + layout::q5_0_qs), sixteen = _mm256_set1_epi16(16);
     const uint32_t qh = load_u32(b + layout::q5_0_qh);
@@ -169,6 +174,7 @@ struct Q5_0 : Shape<layout::q5_0_bytes, kQK, kQK, MinSign::none> {
   static void factors8(const uint8_t* const* p, __m256* D, __m256*) { D[0] = gather_f16(p, 0); }
 };
 struct Q5_1 : Shape<layout::q5_1_bytes, kQK, kQK, MinSign::add> {
+  static constexpr int kU8Bias = 0;
   static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
     const __m256i w = widen_u8(b + layout::q5_1_qs);
     const uint32_t qh = load_u32(b + layout::q5_1_qh);
@@ -181,6 +187,7 @@ struct Q5_1 : Shape<layout::q5_1_bytes, kQK, kQK, MinSign::add> {
   }
 };
 struct Q8_0 : Shape<layout::q8_0_bytes, kQK, kQK, MinSign::none> {
+  static constexpr int kU8Bias = 128;
   static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
     c[0] = _mm256_cvtepi8_epi16(loadu128(b + layout::q8_0_qs));
     c[1] = _mm256_cvtepi8_epi16(loadu128(b + layout::q8_0_qs + 16));
@@ -188,6 +195,7 @@ struct Q8_0 : Shape<layout::q8_0_bytes, kQK, kQK, MinSign::none> {
   static void factors8(const uint8_t* const* p, __m256* D, __m256*) { D[0] = gather_f16(p, 0); }
 };
 struct Mxfp4 : Shape<layout::mxfp4_bytes, kQK, kQK, MinSign::none> {
+  static constexpr int kU8Bias = 12;
   static constexpr int kNibbleQs = layout::mxfp4_qs;
   alignas(64) static constexpr int16_t kNibbleWords[32] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
   static void codes(const uint8_t* b, int, __m256i (&c)[2]) {
@@ -254,6 +262,7 @@ inline void k_factors8(const uint8_t* const* p, __m256* D, __m256* M) {
 }
 
 struct Q4_K : Shape<layout::q4_k_bytes, kQKK, kQK, MinSign::sub> {
+  static constexpr int kU8Bias = 0;
   static void codes(const uint8_t* b, int g, __m256i (&c)[2]) {
     const uint8_t* qs = b + layout::q4_k_qs + 32 * (g / 2);
     const __m256i w0 = widen_u8(qs), w1 = widen_u8(qs + 16);
@@ -265,6 +274,7 @@ struct Q4_K : Shape<layout::q4_k_bytes, kQKK, kQK, MinSign::sub> {
   }
 };
 struct Q5_K : Shape<layout::q5_k_bytes, kQKK, kQK, MinSign::sub> {
+  static constexpr int kU8Bias = 0;
   static void codes(const uint8_t* b, int g, __m256i (&c)[2]) {
     const uint8_t* qs = b + layout::q5_k_qs + 32 * (g / 2);
     const __m128i shift = _mm_cvtsi32_si128(g);  // bit g of qh[l] is the fifth bit of value l of group g
@@ -310,7 +320,7 @@ struct Q6_K : Shape<layout::q6_k_bytes, kQKK, 16, MinSign::none> {
 // --- activations ---------------------------------------------------------------------------------
 // quantize_act16_ref with vectors: the same float operations per value (|x| max, one division, one
 // product rounded to nearest even), so the same bytes.
-inline void quantize(const float* x, int64_t n_blocks, int16_t* q, float* d, float* s, int32_t* sum) {
+inline void quantize(const float* x, int64_t n_blocks, int32_t max_code, int16_t* q, float* d, float* s, int32_t* sum) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   for (int64_t b = 0; b < n_blocks; ++b, x += kQK, q += kQK) {
     __m256 v[4], amax = _mm256_setzero_ps();
@@ -330,7 +340,7 @@ inline void quantize(const float* x, int64_t n_blocks, int16_t* q, float* d, flo
       sum[b] = 0;
       continue;
     }
-    const __m256 id = _mm256_set1_ps(a != 0 ? static_cast<float>(kAct16Max) / a : 0.0f);
+    const __m256 id = _mm256_set1_ps(a != 0 ? static_cast<float>(max_code) / a : 0.0f);
     __m256i qi[4];
     for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
     // packs works within 128-bit lanes: the permute puts the 16 values of each pair back in order
@@ -340,7 +350,7 @@ inline void quantize(const float* x, int64_t n_blocks, int16_t* q, float* d, flo
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 16), p1);
     const __m256i sum4 = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
     sum[b] = hsum_i32(sum4);
-    d[b] = a / static_cast<float>(kAct16Max);
+    d[b] = a / static_cast<float>(max_code);
     s[b] = d[b] * static_cast<float>(sum[b]);
   }
 }
@@ -635,11 +645,74 @@ void build_panel16(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahe
 }
 #endif
 
+#if TS_X86_WIDE && TS_X86_VNNI
+// --- prefill with 8-bit activation codes (quantize_act8: |q| <= 127) -------------------------------
+// The same contract and bytes as the int16 panels (the integer sums are exact either way), with
+// twice the products per instruction: one vpdpbusd advances 16 rows by four values against a
+// broadcast group of four activation bytes. vpdpbusd multiplies unsigned bytes by signed ones, so
+// the panel holds each code plus F::kU8Bias, and each group's sum starts at -kU8Bias * (the block's
+// sum of q): the bias comes back out exactly. The panel: k/4 vectors of 16 rows x 4 bytes (rows
+// 0..7 in the low half), then the factors as in the int16 panel.
+template <class F>
+concept Panel8 = F::kGroup == kQK && requires { F::kU8Bias; };
+
+template <class F>
+size_t panel8_bytes(int64_t k) {
+  return static_cast<size_t>(k / 4 + k / kQK * (F::kSign == MinSign::none ? 1 : 2)) * sizeof(__m512i);
+}
+
+template <class F>
+  requires Panel8<F>
+void build_panel8(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahead& ahead) {
+  const int64_t groups = k / kQK;
+  auto* D = reinterpret_cast<__m256*>(panel + k / 4);
+  __m256* M = D + groups * kHalves;
+  const __m256i bias = _mm256_set1_epi16(F::kU8Bias);
+  for (int64_t blk = 0; blk < k / F::kElems; ++blk) {
+    const uint8_t* bp[16];
+    for (int r = 0; r < 16; ++r) bp[r] = p[r] + blk * F::kBytes;
+    ahead.fetch(blk);
+    __m256 d[2][F::kGroups], m[2][F::kGroups];
+    F::factors8(bp, d[0], m[0]);
+    F::factors8(bp + 8, d[1], m[1]);
+    for (int g = 0; g < F::kGroups; ++g) {
+      const int64_t gi = blk * F::kGroups + g;
+      for (int h = 0; h < 2; ++h) {
+        _mm256_store_ps(reinterpret_cast<float*>(D + gi * kHalves + h), d[h][g]);
+        if constexpr (F::kSign != MinSign::none) _mm256_store_ps(reinterpret_cast<float*>(M + gi * kHalves + h), m[h][g]);
+      }
+      __m256i bytes[2][8], quads[2][8];  // per row its 32 biased codes; per quad j its 8 rows
+      for (int r = 0; r < 16; ++r) {
+        __m256i c[2];
+        F::codes(bp[r], g, c);
+        bytes[r / 8][r % 8] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm256_maskz_cvtepi16_epi8(0xFFFF, _mm256_add_epi16(c[0], bias))),
+                                                      _mm256_maskz_cvtepi16_epi8(0xFFFF, _mm256_add_epi16(c[1], bias)), 1);
+      }
+      transpose8(bytes[0], quads[0]);
+      transpose8(bytes[1], quads[1]);
+      auto* out = reinterpret_cast<__m256i*>(panel + gi * 8);
+      for (int j = 0; j < 8; ++j) {
+        _mm256_store_si256(out + 2 * j, quads[0][j]);
+        _mm256_store_si256(out + 2 * j + 1, quads[1][j]);
+      }
+    }
+  }
+}
+
+// The tokens' codes as bytes, 32 at a time (the panel tile broadcasts them four at a time).
+inline void pack_codes8(const int16_t* q, int64_t k, int8_t* out) {
+  for (int64_t e = 0; e < k; e += 32)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + e), _mm512_maskz_cvtepi16_epi8(0xFFFFFFFFu, _mm512_loadu_si512(q + e)));
+}
+#endif
+
 // P panels times T tokens: per pair of values, P weight loads and T broadcasts feed P * T
 // multiply-adds, so the broadcasts are shared by P * kPanelRows rows. The int32 sums of a group stay
 // in registers; the float accumulators are touched once per group.
-template <class F, int P, int T>
-void panel_tile(const PanelVec::I* const* panel, int64_t k, const Act16Row* x, float* const* y, const int* n) {
+// With Codes8, the panels are build_panel8's and x8[t] holds token t's codes as bytes.
+template <class F, int P, int T, bool Codes8>
+void panel_tile(const PanelVec::I* const* panel, int64_t k, const Act16Row* x, const int8_t* const* x8, float* const* y,
+                const int* n) {
   using W = PanelVec;
   constexpr int R = kPanelRows;
   const int64_t groups = k / F::kGroup;
@@ -647,7 +720,7 @@ void panel_tile(const PanelVec::I* const* panel, int64_t k, const Act16Row* x, f
   const float* M[P];
 #pragma GCC unroll 2
   for (int i = 0; i < P; ++i) {
-    D[i] = reinterpret_cast<const float*>(panel[i] + k / 2);
+    D[i] = reinterpret_cast<const float*>(panel[i] + (Codes8 ? k / 4 : k / 2));
     M[i] = D[i] + R * groups;
   }
   typename W::V acc[P][T], accm[P][T];
@@ -656,6 +729,30 @@ void panel_tile(const PanelVec::I* const* panel, int64_t k, const Act16Row* x, f
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t e = g * F::kGroup, b = e / kQK;
     typename W::I s[P * T];
+#if TS_X86_WIDE && TS_X86_VNNI
+    if constexpr (Codes8) {
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m512i start = _mm512_set1_epi32(-F::kU8Bias * x[t].sum[b]);
+#pragma GCC unroll 2
+        for (int i = 0; i < P; ++i) s[i * T + t] = start;
+      }
+      for (int j = 0; j < kQK / 4; ++j) {
+        __m512i w[P];
+#pragma GCC unroll 2
+        for (int i = 0; i < P; ++i) w[i] = _mm512_load_si512(panel[i] + g * (kQK / 4) + j);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          int32_t quad;
+          std::memcpy(&quad, x8[t] + e + 4 * j, 4);
+          const __m512i xb = _mm512_set1_epi32(quad);
+#pragma GCC unroll 2
+          for (int i = 0; i < P; ++i) s[i * T + t] = _mm512_dpbusd_epi32(s[i * T + t], w[i], xb);
+        }
+      }
+    } else
+#endif
+    {
 #pragma GCC unroll 8
     for (int i = 0; i < P * T; ++i) s[i] = W::zero();
     for (int j = 0; j < F::kGroup / 2; ++j) {
@@ -671,12 +768,13 @@ void panel_tile(const PanelVec::I* const* panel, int64_t k, const Act16Row* x, f
         for (int i = 0; i < P; ++i) s[i * T + t] = W::madd(s[i * T + t], w[i], xb);
       }
     }
+    }
 #pragma GCC unroll 2
     for (int i = 0; i < P; ++i) {
       const typename W::V d = W::loadf(D[i] + R * g);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        if constexpr (kBiasedDecode<F>) s[i * T + t] = W::sub(s[i * T + t], W::broadcast(F::kBias * x[t].sum[b]));
+        if constexpr (kBiasedDecode<F> && !Codes8) s[i * T + t] = W::sub(s[i * T + t], W::broadcast(F::kBias * x[t].sum[b]));
         acc[i][t] = W::fmadd(W::cvt(s[i * T + t]), W::mul(d, W::set1(x[t].d[b])), acc[i][t]);
         if constexpr (F::kSign != MinSign::none) accm[i][t] = W::fmadd(W::loadf(M[i] + R * g), W::set1(x[t].s[b]), accm[i][t]);
       }
@@ -698,7 +796,9 @@ inline constexpr int kPanelMinTokens = 6;  // rows8_tokens handles up to 5
 // token tile of the call.
 inline constexpr int64_t kPanelSetBytes = 192 * 1024;
 
-template <class F>
+// Codes8: the activation codes are within +-127 (quantize_act8), and the panels are 8-bit ones. The
+// bytes are those of Codes8 = false on the same activations.
+template <class F, bool Codes8 = false>
 void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_t* X, size_t xs, int64_t n_tok, float* Y,
               size_t ys) {
   auto row_ptrs = [&](int64_t r0, int n, const uint8_t** p) {
@@ -729,8 +829,16 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
     return;
   }
   thread_local std::vector<uint8_t> panel_mem;  // reused from call to call
+  thread_local std::vector<int8_t> codes8;
   constexpr int R = kPanelRows;
-  const size_t one = panel_bytes<F>(k);
+  size_t one = panel_bytes<F>(k);
+#if TS_X86_WIDE && TS_X86_VNNI
+  if constexpr (Codes8) {
+    one = panel8_bytes<F>(k);
+    codes8.resize(static_cast<size_t>(n_tok * k));
+    for (int64_t t = 0; t < n_tok; ++t) pack_codes8(act16_row(X + t * xs, k).q, k, codes8.data() + t * k);
+  }
+#endif
   const int64_t per_set = std::max<int64_t>(1, kPanelSetBytes / static_cast<int64_t>(one));
   panel_mem.resize(one * static_cast<size_t>(std::min(per_set, (rows + R - 1) / R)) + 64);
   auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(panel_mem.data()) + 63) & ~uintptr_t{63});
@@ -751,6 +859,12 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
         const int64_t a = std::min(rows, first), b = std::min(rows, first + n);
         return Ahead(W + a * ws, static_cast<size_t>(b - a) * ws, k / F::kElems);
       };
+#if TS_X86_WIDE && TS_X86_VNNI
+      if constexpr (Codes8) {
+        build_panel8<F>(p, k, panel(i), ahead(s0 + R * (i + 1), R));
+        continue;
+      }
+#endif
 #if TS_X86_WIDE
       if constexpr (NibbleTable<F>) {
         build_panel16<F>(p, k, panel(i), ahead(s0 + R * (i + 1), R));
@@ -772,12 +886,14 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
         auto tile = [&](auto pc, auto tc) {
           constexpr int kP = decltype(pc)::value, kT = decltype(tc)::value;
           Act16Row x[kT];
+          const int8_t* x8[kT];
           float* y[kT];
           for (int j = 0; j < kT; ++j) {
             x[j] = act16_row(X + (t + j) * xs, k);
+            x8[j] = codes8.data() + (t + j) * k;
             y[j] = Y + (t + j) * ys + r0;
           }
-          panel_tile<F, kP, kT>(pp, k, x, y, n);
+          panel_tile<F, kP, kT, Codes8>(pp, k, x, x8, y, n);
           t += kT;
         };
         using std::integral_constant;

@@ -540,6 +540,17 @@ KernelTable build_table(const char* name) {
   set16(GgmlType::Q4_K, k16::matmul16<k16::Q4_K>);
   set16(GgmlType::Q5_K, k16::matmul16<k16::Q5_K>);
   set16(GgmlType::Q6_K, k16::matmul16<k16::Q6_K>);
+#if TS_X86_WIDE && TS_X86_VNNI
+  auto set8 = [&](GgmlType t, MatmulFn f) { kt.matmul8[type_index(t)] = f; };
+  set8(GgmlType::Q4_0, k16::matmul16<k16::Q4_0, true>);
+  set8(GgmlType::Q4_1, k16::matmul16<k16::Q4_1, true>);
+  set8(GgmlType::Q5_0, k16::matmul16<k16::Q5_0, true>);
+  set8(GgmlType::Q5_1, k16::matmul16<k16::Q5_1, true>);
+  set8(GgmlType::Q8_0, k16::matmul16<k16::Q8_0, true>);
+  set8(GgmlType::MXFP4, k16::matmul16<k16::Mxfp4, true>);
+  set8(GgmlType::Q4_K, k16::matmul16<k16::Q4_K, true>);
+  set8(GgmlType::Q5_K, k16::matmul16<k16::Q5_K, true>);
+#endif
   kt.dequant[type_index(GgmlType::F16)] = dequant_half<false>;
   kt.dequant[type_index(GgmlType::BF16)] = dequant_half<true>;
   kt.dequant[type_index(GgmlType::Q4_0)] = dequant32<FQ4_0>;

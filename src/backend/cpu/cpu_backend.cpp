@@ -20,7 +20,11 @@ constexpr int64_t kParallelElems = 16384;
 }  // namespace
 
 CpuBackend::CpuBackend(int n_threads, Precision precision, KvType kv_type)
-    : pool_(n_threads), precision_(precision), kv_type_(kv_type), fast_(precision != Precision::Exact && cpu_features().avx2) {
+    : pool_(n_threads),
+      precision_(precision),
+      codes_(precision == Precision::Int8 ? quant::ActCodes::int8 : quant::ActCodes::int16),
+      kv_type_(kv_type),
+      fast_(precision != Precision::Exact && cpu_features().avx2) {
   if (kv_type == KvType::F16 && precision == Precision::Exact)
     fail("--kv-type f16 rounds K and V: the exact precision needs --kv-type f32");
   if (kv_type == KvType::F16 && !cpu_features().avx2) fail("--kv-type f16 needs a CPU with AVX2 and F16C");

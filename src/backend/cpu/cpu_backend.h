@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/rope_table.h"
+#include "quant/kernels.h"
 #include "util/thread_pool.h"
 
 namespace ts {
@@ -82,10 +83,10 @@ class CpuBackend final : public Backend {
   void rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p);
   // y = x W^T for each output, their bias and accumulate flags aside (matmul_shared applies them).
   void products(Act x, std::span<const MatmulOut> outs, const InputNorm& norm);
-  // Quantizes (int16, or int8 for weights of type wt) the rows of x, normalised first if asked,
-  // into dst; returns the row stride.
-  size_t quantize_rows(Act x, const InputNorm& norm, bool int16, GgmlType wt, std::vector<uint8_t>& dst);
-  bool fused_ffn(const FfnWeights& w) const;  // ffn's two-pass int16 path applies
+  // Quantizes the rows of x (int16 rows with codes_), normalised first if asked, into dst; returns
+  // the row stride.
+  size_t quantize_rows(Act x, const InputNorm& norm, std::vector<uint8_t>& dst);
+  bool fused_ffn(const FfnWeights& w) const;  // ffn's two-pass quantized path applies
   // The rows of x normalised into norm_rows_ (the reference rms_norm), for the paths that need f32.
   Act normalised(Act x, const InputNorm& norm);
   Act scratch(std::vector<float>& buf, int64_t n, int64_t dim);
@@ -98,6 +99,7 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   Precision precision_;
+  quant::ActCodes codes_;  // the activation codes of the quantized paths (8-bit with Precision::Int8)
   KvType kv_type_;
   bool fast_;  // the fast operations (any precision but Exact, on a CPU with AVX2)
   std::deque<std::vector<float>> vectors_;   // uploaded f32 vectors (stable addresses)

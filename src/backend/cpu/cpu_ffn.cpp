@@ -1,4 +1,4 @@
-// CpuBackend::ffn, the gated feed-forward block. With int16 activations and quantized weights it is
+// CpuBackend::ffn, the gated feed-forward block. With int16 rows (either precision) and quantized weights it is
 // two passes: tasks of gate/up rows (decode_task_rows) compute both products for every token, add the
 // biases, apply the activation, and quantize each 32 values of each token straight into the down
 // projection's input (one activation block each); then the down projection. Otherwise it is the
@@ -18,7 +18,8 @@ bool quantized(const Mat* m) { return m->type != GgmlType::F32 && m->type != Ggm
 
 // The fused pass over gate/up rows [r0, r0 + rows): both products for every token, the biases, the
 // activation, and each 32 values of each token quantized into the down projection's input.
-void gate_up_rows(const FfnWeights& w, Act x, const uint8_t* xq, size_t xs, int64_t r0, int64_t rows, uint8_t* xq_down) {
+void gate_up_rows(const FfnWeights& w, Act x, const uint8_t* xq, size_t xs, int64_t r0, int64_t rows, uint8_t* xq_down,
+                  quant::ActCodes codes) {
   const int64_t n = x.n, n_ff = w.gate->rows;
   const size_t ds = quant::act16_bytes(n_ff);
   thread_local std::vector<float> g, u, a;
@@ -26,22 +27,24 @@ void gate_up_rows(const FfnWeights& w, Act x, const uint8_t* xq, size_t xs, int6
   u.resize(g.size());
   a.resize(kBlock);
   auto at = [&](const Mat& m) { return static_cast<const uint8_t*>(m.data) + static_cast<size_t>(r0) * m.row_stride; };
-  quant::matmul16(w.gate->type, at(*w.gate), w.gate->row_stride, rows, x.dim, xq, xs, n, g.data(), rows);
-  quant::matmul16(w.up->type, at(*w.up), w.up->row_stride, rows, x.dim, xq, xs, n, u.data(), rows);
+  quant::matmul16(w.gate->type, at(*w.gate), w.gate->row_stride, rows, x.dim, xq, xs, n, g.data(), rows, codes);
+  quant::matmul16(w.up->type, at(*w.up), w.up->row_stride, rows, x.dim, xq, xs, n, u.data(), rows, codes);
   for (int64_t b = 0; b < rows / kBlock; ++b)
     for (int64_t t = 0; t < n; ++t) {
       const int64_t j = r0 + b * kBlock;
       cpu::glu_avx2(w.act, g.data() + t * rows + b * kBlock, u.data() + t * rows + b * kBlock,
                     w.gate_bias ? w.gate_bias + j : nullptr, w.up_bias ? w.up_bias + j : nullptr, a.data(), kBlock);
-      quant::quantize_act16_block(a.data(), xq_down + t * ds, n_ff, j / kBlock);
+      quant::quantize_act16_block(a.data(), xq_down + t * ds, n_ff, j / kBlock, codes);
     }
 }
 
 // The down projection's rows [r0, r1) with its bias.
-void down_rows(const FfnWeights& w, const uint8_t* xq_down, int64_t n, int64_t r0, int64_t r1, Act out) {
+void down_rows(const FfnWeights& w, const uint8_t* xq_down, int64_t n, int64_t r0, int64_t r1, Act out,
+               quant::ActCodes codes) {
   const Mat& d = *w.down;
   const auto* W = static_cast<const uint8_t*>(d.data) + static_cast<size_t>(r0) * d.row_stride;
-  quant::matmul16(d.type, W, d.row_stride, r1 - r0, d.cols, xq_down, quant::act16_bytes(d.cols), n, out.data + r0, out.dim);
+  quant::matmul16(d.type, W, d.row_stride, r1 - r0, d.cols, xq_down, quant::act16_bytes(d.cols), n, out.data + r0, out.dim,
+                  codes);
   if (w.down_bias)
     for (int64_t t = 0; t < n; ++t)
       for (int64_t r = r0; r < r1; ++r) out.row(t)[r] += w.down_bias[r];
@@ -58,7 +61,7 @@ void check_shapes(Act x, const FfnWeights& w, Act out) {
 }  // namespace
 
 bool CpuBackend::fused_ffn(const FfnWeights& w) const {
-  return precision_ == Precision::Int16 && fast_ && w.gate->rows % kBlock == 0 && quantized(w.gate) && quantized(w.up) &&
+  return precision_ != Precision::Exact && fast_ && w.gate->rows % kBlock == 0 && quantized(w.gate) && quantized(w.up) &&
          quantized(w.down);
 }
 
@@ -76,18 +79,18 @@ void CpuBackend::ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm)
     if (w.down_bias) add_bias(out, w.down_bias);
     return;
   }
-  const size_t xs = quantize_rows(x, norm, true, w.gate->type, xq_);
+  const size_t xs = quantize_rows(x, norm, xq_);
   xq_down_.resize(quant::act16_bytes(n_ff) * n);
   const int64_t tr = n <= kDecodeTokens ? decode_task_rows(n_ff, pool_.size()) : kBlock;
   pool_.parallel_for((n_ff + tr - 1) / tr, [&](int64_t task) {
     const int64_t r0 = task * tr;
-    gate_up_rows(w, x, xq_.data(), xs, r0, std::min(tr, n_ff - r0), xq_down_.data());
+    gate_up_rows(w, x, xq_.data(), xs, r0, std::min(tr, n_ff - r0), xq_down_.data(), codes_);
   });
   const int64_t d_rows = w.down->rows;
   const int64_t dr = n <= kDecodeTokens ? decode_task_rows(d_rows, pool_.size()) : kBlock;
   pool_.parallel_for((d_rows + dr - 1) / dr, [&](int64_t task) {
     const int64_t r0 = task * dr;
-    down_rows(w, xq_down_.data(), n, r0, std::min(d_rows, r0 + dr), out);
+    down_rows(w, xq_down_.data(), n, r0, std::min(d_rows, r0 + dr), out, codes_);
   });
 }
 
@@ -103,16 +106,16 @@ bool CpuBackend::ffn_many(std::span<const FfnJob> jobs) {
   many_down_.resize(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     check_shapes(jobs[i].x, jobs[i].w, jobs[i].out);
-    many_xs_[i] = quantize_rows(jobs[i].x, {}, true, jobs[i].w.gate->type, many_xq_[i]);
+    many_xs_[i] = quantize_rows(jobs[i].x, {}, many_xq_[i]);
     many_down_[i].resize(quant::act16_bytes(jobs[i].w.gate->rows) * jobs[i].x.n);
   }
   pool_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t i) {
     const FfnJob& j = jobs[i];
-    gate_up_rows(j.w, j.x, many_xq_[i].data(), many_xs_[i], 0, j.w.gate->rows, many_down_[i].data());
+    gate_up_rows(j.w, j.x, many_xq_[i].data(), many_xs_[i], 0, j.w.gate->rows, many_down_[i].data(), codes_);
   });
   pool_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t i) {
     const FfnJob& j = jobs[i];
-    down_rows(j.w, many_down_[i].data(), j.x.n, 0, j.w.down->rows, j.out);
+    down_rows(j.w, many_down_[i].data(), j.x.n, 0, j.w.down->rows, j.out, codes_);
   });
   return true;
 }

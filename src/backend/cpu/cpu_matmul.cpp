@@ -1,7 +1,7 @@
 // CpuBackend matrix products. Work is split by output rows: every output element is computed by one
 // thread, by the same kernel code whatever the split, so the bytes do not depend on the thread count.
-// The int16 and int8 paths quantize each input row once per call, for all the matrices that share it
-// (normalising it on the way when an InputNorm is given).
+// The int16 and int8 paths quantize each input row once per call (int16 rows, with 8-bit codes on the
+// int8 path), for all the matrices that share it (normalising it on the way when an InputNorm is given).
 #include <algorithm>
 
 #include "backend/cpu/cpu_backend.h"
@@ -34,8 +34,8 @@ Act CpuBackend::normalised(Act x, const InputNorm& norm) {
   return h;
 }
 
-size_t CpuBackend::quantize_rows(Act x, const InputNorm& norm, bool int16, GgmlType wt, std::vector<uint8_t>& dst) {
-  const size_t stride = int16 ? quant::act16_bytes(x.dim) : quant::activation_bytes(wt, x.dim);
+size_t CpuBackend::quantize_rows(Act x, const InputNorm& norm, std::vector<uint8_t>& dst) {
+  const size_t stride = quant::act16_bytes(x.dim);
   dst.resize(stride * x.n);
   const bool fused = norm.w && fast_ && x.dim % 8 == 0;
   const Act src = fused ? x : normalised(x, norm);
@@ -47,8 +47,7 @@ size_t CpuBackend::quantize_rows(Act x, const InputNorm& norm, bool int16, GgmlT
       cpu::rms_norm_avx2(row, norm.w, norm.eps, x.dim, x.dim, normed.data());
       row = normed.data();
     }
-    if (int16) quant::quantize_act16(row, dst.data() + t * stride, x.dim);
-    else quant::quantize_activation(wt, row, dst.data() + t * stride, x.dim);
+    quant::quantize_act16(row, dst.data() + t * stride, x.dim, codes_);
   });
   return stride;
 }
@@ -114,29 +113,24 @@ void CpuBackend::products(Act x, std::span<const MatmulOut> outs, const InputNor
     return;
   }
 
-  // Quantized inputs: int16 (one format for every weight type) or int8 (llama.cpp's, per weight
-  // type; the products of one call share it when their types pair with the same format).
-  const bool int16 = precision_ == Precision::Int16;
-  GgmlType act = GgmlType::F32;  // the format xq_ holds (F32: none yet; I16 stands for int16)
+  // Quantized inputs: one int16 row format for every weight type, quantized once per call.
   size_t xq_stride = 0;
+  bool quantized = false;
   size_t i = 0;
   while (i < outs.size()) {
     const bool f32 = float_weights(outs[i].w->type);
-    if (!f32) {
-      const GgmlType a = int16 ? GgmlType::I16 : quant::activation_type(outs[i].w->type);
-      if (a != act) {
-        xq_stride = quantize_rows(x, norm, int16, outs[i].w->type, xq_);
-        act = a;
-      }
+    if (!f32 && !quantized) {
+      xq_stride = quantize_rows(x, norm, xq_);
+      quantized = true;
     }
     const Act in = f32 ? normalised(x, norm) : x;
-    // One pass over the rows of every following output that takes the same input format.
+    // One pass over the rows of every following output that takes the same input (f32 or quantized).
     size_t j = i;
     task_end_.clear();
     task_rows_.clear();
     for (int64_t total = 0; j < outs.size(); ++j) {
       const bool jf32 = float_weights(outs[j].w->type);
-      if (jf32 != f32 || (!jf32 && !int16 && quant::activation_type(outs[j].w->type) != act)) break;
+      if (jf32 != f32) break;
       const int64_t per_task = x.n <= kDecodeTokens ? decode_task_rows(outs[j].w->rows, pool_.size()) : kRowsPerTask;
       total += (outs[j].w->rows + per_task - 1) / per_task;
       task_end_.push_back(total);
@@ -151,8 +145,7 @@ void CpuBackend::products(Act x, std::span<const MatmulOut> outs, const InputNor
       float* Y = outs[i + o].y.data + r0;
       const size_t ys = outs[i + o].y.dim;
       if (f32) quant::matmul(w.type, W, w.row_stride, r1 - r0, w.cols, in.data, in.dim * sizeof(float), in.n, Y, ys);
-      else if (int16) quant::matmul16(w.type, W, w.row_stride, r1 - r0, w.cols, xq_.data(), xq_stride, x.n, Y, ys);
-      else quant::matmul(w.type, W, w.row_stride, r1 - r0, w.cols, xq_.data(), xq_stride, x.n, Y, ys);
+      else quant::matmul16(w.type, W, w.row_stride, r1 - r0, w.cols, xq_.data(), xq_stride, x.n, Y, ys, codes_);
     });
     i = j;
   }

@@ -1,12 +1,14 @@
 // Single-threaded matvec/matmul throughput per weight format and kernel table ("x16": int16
-// activations, the default path; otherwise the int8 ones). Decode is memory
+// activations, the default path; "x8": the same rows with 8-bit codes, --precision int8; no suffix:
+// float weights with f32 activations). Decode is memory
 // bound, so matvec reports weight bytes streamed per second; the weight set (about 4x the 105 MiB
 // L3 of the development machine) is cycled through so every call reads from DRAM. Matmul (prefill)
 // reports the same bytes per call but does n_tok tokens of work on them. Dequant and DecodedMatvec
 // time the backend's exact-activation path (see run_decoded) on the same weights.
-//   quant_bench --benchmark_filter='Matvec/Q4_0'
+//   quant_bench --benchmark_filter='Matvecx16/Q4_0'
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
@@ -29,14 +31,13 @@ struct Setup {
   size_t xq_stride;
 };
 
-// The activations a kernel multiplies: llama.cpp's int8 formats (per weight type), or an int16 row
-// with int16 or 8-bit codes.
-enum class Acts { llama8, int16, int16_codes8 };
+// The activations a kernel multiplies: f32 (float weights), or int16 rows with int16 or 8-bit codes.
+enum class Acts { f32, int16, int16_codes8 };
 
-const Setup& setup(GgmlType t, int64_t n_tok, Acts acts = Acts::llama8) {
+const Setup& setup(GgmlType t, int64_t n_tok, Acts acts) {
   static std::map<std::tuple<GgmlType, int64_t, Acts>, Setup> cache;
   auto [it, fresh] = cache.try_emplace({t, n_tok, acts});
-  const bool act16 = acts != Acts::llama8;
+  const bool act16 = acts != Acts::f32;
   Setup& s = it->second;
   if (!fresh) return s;
   std::mt19937 rng(1);
@@ -52,13 +53,13 @@ const Setup& setup(GgmlType t, int64_t n_tok, Acts acts = Acts::llama8) {
   }
   for (size_t c = 1; c < copies; ++c)
     std::copy_n(s.weights.begin(), s.matrix_bytes, s.weights.begin() + static_cast<long>(c * s.matrix_bytes));
-  s.xq_stride = act16 ? act16_bytes(kK) : activation_bytes(t, kK);
+  s.xq_stride = act16 ? act16_bytes(kK) : kK * sizeof(float);
   s.xq.resize(s.xq_stride * n_tok);
   for (int64_t i = 0; i < n_tok; ++i) {
     for (float& v : row) v = g(rng);
     if (act16)
       quantize_act16(row.data(), s.xq.data() + i * s.xq_stride, kK, acts == Acts::int16 ? ActCodes::int16 : ActCodes::int8);
-    else quantize_activation(t, row.data(), s.xq.data() + i * s.xq_stride, kK);
+    else std::memcpy(s.xq.data() + i * s.xq_stride, row.data(), kK * sizeof(float));
   }
   return s;
 }
@@ -66,7 +67,7 @@ const Setup& setup(GgmlType t, int64_t n_tok, Acts acts = Acts::llama8) {
 void run(benchmark::State& state, GgmlType t, Isa isa, int64_t n_tok, Acts acts) {
   if (!isa_supported(isa)) return state.SkipWithError("ISA not supported here");
   const KernelTable& kt = kernels_for(isa);
-  const MatmulFn f = acts == Acts::llama8 ? kt.matmul[type_index(t)]
+  const MatmulFn f = acts == Acts::f32 ? kt.matmul[type_index(t)]
                      : acts == Acts::int16 ? kt.matmul16[type_index(t)]
                                            : kt.matmul8[type_index(t)];
   if (!f) return state.SkipWithError("no kernel");
@@ -97,7 +98,7 @@ void run_decoded(benchmark::State& state, GgmlType t, Isa isa, bool multiply) {
   if (!isa_supported(isa)) return state.SkipWithError("ISA not supported here");
   const KernelTable& kt = kernels_for(isa);
   const MatmulFn f32 = kt.matmul[type_index(GgmlType::F32)];
-  const Setup& s = setup(t, 1);
+  const Setup& s = setup(t, 1, Acts::int16);
   std::vector<float> x(kK), Y(kRows), rows(static_cast<size_t>(kDecodedRows * kK));
   std::mt19937 rng(2);
   std::normal_distribution<float> g;
@@ -127,10 +128,12 @@ const bool registered = [] {
                      GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::F16, GgmlType::BF16})
     for (Isa isa : kAllIsas) {
       const std::string suffix = std::string(type_name(t)) + "/" + isa_name(isa);
-      for (Acts acts : {Acts::llama8, Acts::int16, Acts::int16_codes8})
+      const bool float_weights = t == GgmlType::F16 || t == GgmlType::BF16;
+      for (Acts acts : {Acts::f32, Acts::int16, Acts::int16_codes8})
         for (int64_t n_tok : {1, 4, 8, 64}) {
+          if ((acts == Acts::f32) != float_weights) continue;
           if (acts == Acts::int16_codes8 && n_tok < 8) continue;  // the 8-bit kernels are prefill panels
-          const char* kind = acts == Acts::llama8 ? "/" : acts == Acts::int16 ? "x16/" : "x8/";
+          const char* kind = acts == Acts::f32 ? "/" : acts == Acts::int16 ? "x16/" : "x8/";
           const std::string name = (n_tok == 1 ? "Matvec" : "Matmul" + std::to_string(n_tok)) + kind + suffix;
           benchmark::RegisterBenchmark(name.c_str(), run, t, isa, n_tok, acts)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
         }

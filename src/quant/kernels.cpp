@@ -20,7 +20,7 @@ const KernelTable& table(Isa isa) {
 MatmulFn matmul_fn(GgmlType w, int64_t k) {
   const TypeInfo& ti = type_info(w);
   const MatmulFn f = static_cast<size_t>(w) < kMaxType ? active_kernels().matmul[type_index(w)] : nullptr;
-  if (!f) fail("no matrix-vector kernel for tensor type {}", ti.name);
+  if (!f) fail("no float-activation kernel for tensor type {}", ti.name);
   if (k <= 0 || k % ti.block_elems != 0) fail("row length {} is not a positive multiple of the {} block size", k, ti.name);
   return f;
 }
@@ -72,10 +72,6 @@ void dequantize(GgmlType t, const void* src, float* dst, int64_t n) {
   const DequantFn f = static_cast<size_t>(t) < kMaxType ? active_kernels().dequant[type_index(t)] : nullptr;
   if (f) f(static_cast<const uint8_t*>(src), dst, n);
   else dequantize_ref(t, src, dst, n);
-}
-
-void matvec(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k, const void* xq, float* y) {
-  matmul_fn(w, k)(static_cast<const uint8_t*>(W), row_stride, rows, k, static_cast<const uint8_t*>(xq), 0, 1, y, 0);
 }
 
 void matmul(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k, const void* xq, size_t xq_stride,

@@ -17,24 +17,14 @@ namespace ts::quant {
 void dequantize_ref(GgmlType t, const void* src, float* dst, int64_t n);
 void dequantize(GgmlType t, const void* src, float* dst, int64_t n);
 
-// --- activations -----------------------------------------------------------------------------
-// A weight type is multiplied with activations in a paired format: F32 for F32/F16/BF16; Q8_0 for
-// Q4_0, Q5_0, Q8_0 and MXFP4; Q8_1 for Q4_1 and Q5_1; Q8_K for Q4_K, Q5_K and Q6_K.
-GgmlType activation_type(GgmlType weight);
-// Bytes needed to hold n activations in that format.
-size_t activation_bytes(GgmlType weight, int64_t n);
-// Quantizes one activation row x[0..n) into `dst` in activation_type(weight).
-void quantize_activation(GgmlType weight, const float* x, void* dst, int64_t n);
-
-// --- products ----------------------------------------------------------------------------------
-// y[r] = dot(row r of W, x) for the rows [0, rows) of a row-major weight matrix whose rows are
-// `row_stride` bytes apart and k elements long; `xq` is the activation row quantized as above.
-void matvec(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k, const void* xq, float* y);
-// The same for n_tok activation rows at once (xq rows xq_stride bytes apart):
-// Y[t * y_stride + r] = dot(row r, x_t). Every element equals what matvec computes for it, bit for bit.
-// Both run on the calling thread (callers split rows across threads) and are safe to call concurrently.
+// --- float weights ------------------------------------------------------------------------------
+// Y[t * y_stride + r] = dot(row r of W, x_t) for the rows [0, rows) of a row-major F32, F16 or BF16
+// weight matrix whose rows are `row_stride` bytes apart and k elements long, and n_tok f32 activation
+// rows x_t at `x` (xs bytes apart). Every element is the same bit for bit whatever n_tok and the row
+// range (one token is the decode case). Runs on the calling thread (callers split rows across
+// threads) and is safe to call concurrently. Quantized weights take matmul16 below.
 void matmul(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k,
-            const void* xq, size_t xq_stride, int64_t n_tok, float* Y, size_t y_stride);
+            const void* x, size_t xs, int64_t n_tok, float* Y, size_t y_stride);
 
 // --- int16 activations: the default path -----------------------------------------------------
 // Activations rounded to int16 per block of 32 values (scale d = amax / 32767, so each value is off
@@ -68,7 +58,7 @@ void quantize_act16_block(const float* x32, void* row, int64_t n, int64_t b, Act
 // Whether `w` has int16-activation kernels (every quantized type with a dot kernel does; float
 // weights are multiplied with f32 activations instead).
 bool has_act16_kernel(GgmlType w);
-// Y[t * y_stride + r] = row r of W times activation row t, as in matmul() above.
+// Y[t * y_stride + r] = row r of W times activation row t, on the calling thread as matmul() above.
 // `codes`: how xq was quantized (int8 lets the table use its 8-bit kernels where it has them).
 void matmul16(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t k, const void* xq, size_t xq_stride,
               int64_t n_tok, float* Y, size_t y_stride, ActCodes codes = ActCodes::int16);

@@ -1,4 +1,4 @@
-// The avx512vnni kernel table. AVX-512 with VNNI: as avx512, with the int8 block dots done by vpdpbusd.
+// The avx512vnni kernel table. AVX-512 with VNNI: as avx512, with the int16 dots on vpdpwssd and 8-bit prefill panels on vpdpbusd.
 #define TS_X86_VNNI 1
 #define TS_X86_WIDE 1
 #define TS_X86_TILE_R 4

@@ -1,7 +1,6 @@
-// The scalar kernel table: straightforward dot products built on the unpackers of blocks.h. It is
-// the reference the vector kernels are tested against, and the fallback on CPUs without AVX2.
-// Accumulation follows ggml's generic code: an exact int32 dot per block, then one float
-// multiply-add of the block's scale product.
+// The scalar kernel table: straightforward dot products (float weights with f32 activations, and the
+// definition of the int16-activation contract built on the unpackers of blocks.h). It is the
+// reference the vector kernels are tested against, and the fallback on CPUs without AVX2.
 #include <cmath>
 
 #include "quant/act16.h"
@@ -10,47 +9,6 @@
 
 namespace ts::quant {
 namespace {
-
-template <Block32 (*Unpack)(const uint8_t*), int WBytes, GgmlType Act>
-float dot32(const uint8_t* w, const uint8_t* x, int64_t k) {
-  constexpr bool kHasSum = Act == GgmlType::Q8_1;  // Q8_1 carries s = d * sum(q) for the weight min
-  constexpr int kXBytes = kHasSum ? layout::q8_1_bytes : layout::q8_0_bytes;
-  constexpr int kXQs = kHasSum ? layout::q8_1_qs : layout::q8_0_qs;
-  float sum = 0;
-  for (int64_t b = 0; b < k / kQK; ++b) {
-    const Block32 u = Unpack(w + b * WBytes);
-    const uint8_t* xb = x + b * kXBytes;
-    int32_t sumi = 0;
-    for (int j = 0; j < kQK; ++j) sumi += u.q[j] * static_cast<int8_t>(xb[kXQs + j]);
-    const float dx = load_f16(xb);
-    if constexpr (kHasSum) sum += (u.d * dx) * static_cast<float>(sumi) + u.m * load_f16(xb + layout::q8_1_s);
-    else sum += (u.d * dx) * static_cast<float>(sumi);
-  }
-  return sum;
-}
-
-template <BlockK (*Unpack)(const uint8_t*), int WBytes>
-float dot_k(const uint8_t* w, const uint8_t* x, int64_t k) {
-  float sum = 0, sum_min = 0;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    const BlockK u = Unpack(w + b * WBytes);
-    const uint8_t* xb = x + b * layout::q8_k_bytes;
-    const auto* xq = reinterpret_cast<const int8_t*>(xb + layout::q8_k_qs);
-    int32_t sumi = 0, summ = 0;
-    for (int g = 0; g < 16; ++g) {
-      int32_t s = 0;
-      for (int j = 16 * g; j < 16 * g + 16; ++j) s += u.q[j] * xq[j];
-      int16_t bsum;
-      std::memcpy(&bsum, xb + layout::q8_k_bsums + 2 * g, 2);
-      sumi += u.scale[g] * s;
-      summ += u.min[g] * bsum;
-    }
-    const float dx = load_f32(xb);
-    sum += (u.d * dx) * static_cast<float>(sumi);
-    sum_min += (u.dmin * dx) * static_cast<float>(summ);
-  }
-  return sum - sum_min;
-}
 
 float load_f32_elem(const uint8_t* p) { return load_f32(p); }
 float load_f16_elem(const uint8_t* p) { return fp16_to_fp32(load_u16(p)); }
@@ -115,15 +73,6 @@ KernelTable make_scalar_kernels() {
   set(GgmlType::F32, matmul<dot_float<load_f32_elem, 4>>);
   set(GgmlType::F16, matmul<dot_float<load_f16_elem, 2>>);
   set(GgmlType::BF16, matmul<dot_float<load_bf16_elem, 2>>);
-  set(GgmlType::Q4_0, matmul<dot32<unpack_q4_0, layout::q4_0_bytes, GgmlType::Q8_0>>);
-  set(GgmlType::Q4_1, matmul<dot32<unpack_q4_1, layout::q4_1_bytes, GgmlType::Q8_1>>);
-  set(GgmlType::Q5_0, matmul<dot32<unpack_q5_0, layout::q5_0_bytes, GgmlType::Q8_0>>);
-  set(GgmlType::Q5_1, matmul<dot32<unpack_q5_1, layout::q5_1_bytes, GgmlType::Q8_1>>);
-  set(GgmlType::Q8_0, matmul<dot32<unpack_q8_0, layout::q8_0_bytes, GgmlType::Q8_0>>);
-  set(GgmlType::MXFP4, matmul<dot32<unpack_mxfp4, layout::mxfp4_bytes, GgmlType::Q8_0>>);
-  set(GgmlType::Q4_K, matmul<dot_k<unpack_q4_k, layout::q4_k_bytes>>);
-  set(GgmlType::Q5_K, matmul<dot_k<unpack_q5_k, layout::q5_k_bytes>>);
-  set(GgmlType::Q6_K, matmul<dot_k<unpack_q6_k, layout::q6_k_bytes>>);
   auto set16 = [&](GgmlType t, MatmulFn f) { kt.matmul16[type_index(t)] = f; };
   set16(GgmlType::Q4_0, matmul<dot16_32<unpack_q4_0, layout::q4_0_bytes, MinSign::none>>);
   set16(GgmlType::Q4_1, matmul<dot16_32<unpack_q4_1, layout::q4_1_bytes, MinSign::add>>);

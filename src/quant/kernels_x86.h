@@ -2,7 +2,7 @@
 // kernels_avx512.cpp and kernels_avx512vnni.cpp, each with its own instruction-set flags. Everything
 // here has internal linkage so the three copies never merge at link time (an AVX-512 copy of an inline
 // function must not end up serving the AVX2 table). Before including, a file defines:
-//   TS_X86_VNNI     1: int8 dots use vpdpbusd; 0: vpmaddubsw + vpmaddwd (same exact int32 sums)
+//   TS_X86_VNNI     1: int16 dots use vpdpwssd, and 8-bit prefill panels vpdpbusd (same exact int32 sums)
 //   TS_X86_WIDE     1: float-weight kernels and the decoders' float stage use 512-bit vectors
 //   TS_X86_TILE_R/T rows x tokens of the matmul register tile (AVX-512 has 32 registers, AVX2 16)
 //   TS_X86_MAKE     the name of the table builder to define
@@ -44,16 +44,6 @@ inline int32_t hsum_i32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-// Each int32 lane: the sum of four adjacent products of unsigned bytes u and signed bytes s. Both
-// forms are exact (vpmaddubsw cannot saturate: |u| <= 128, |s| <= 127 in every caller).
-inline __m256i dot_u8s8(__m256i u, __m256i s) {
-#if TS_X86_VNNI
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
-#else
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-#endif
-}
-
 // 32 4-bit values: element j is the low nibble of qs[j], element j + 16 its high nibble.
 inline __m256i nibbles(const uint8_t* qs) {
   const __m128i b = loadu128(qs);
@@ -68,9 +58,9 @@ inline __m256i fifth_bits(uint32_t qh) {
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
 }
 
-// --- 32-value block formats (activations Q8_0, or Q8_1 for the formats with a min) -------------
+// --- 32-value block formats (the fast decoders below) ---------------------------------------------
 struct Weights32 {
-  __m256i q, abs;  // values as int8 (unsigned for formats with a min), and |q| for the sign trick
+  __m256i q;  // values as int8 (unsigned for formats with a min)
   float d, m;
 };
 
@@ -128,58 +118,7 @@ struct FMxfp4 {
   }
 };
 
-// A format with a min pairs with Q8_1, whose s = d * sum(q) turns the min into one product per block.
-template <class F>
-struct Family32 {
-  struct Acc {
-    __m256 v = _mm256_setzero_ps();
-    float m = 0;
-  };
-  using Weights = Weights32;
-  static constexpr bool kPadTail = false;
-  static constexpr int kMatvecRows = 4;  // rows per matvec tile
-  static constexpr int kElems = kQK, kWBytes = F::kBytes;
-  static constexpr int kXBytes = F::kHasMin ? layout::q8_1_bytes : layout::q8_0_bytes;
-  static constexpr int kXQs = F::kHasMin ? layout::q8_1_qs : layout::q8_0_qs;
-
-  static void decode(const uint8_t* b, Weights& w) {
-    F::decode(b, w);
-    if constexpr (!F::kHasMin) w.abs = _mm256_sign_epi8(w.q, w.q);
-  }
-  struct X {
-    __m256i q;
-    float d, s;
-  };
-  static X load_x(const uint8_t* xb) {
-    return {loadu256(xb + kXQs), f16_at(xb), F::kHasMin ? f16_at(xb + layout::q8_1_s) : 0.f};
-  }
-  static void accumulate(const Weights& w, const X& x, Acc& a) {
-    // signed weights: |w| * (x with w's sign) keeps the unsigned operand that vpmaddubsw needs
-    const __m256i s = F::kHasMin ? dot_u8s8(w.q, x.q) : dot_u8s8(w.abs, _mm256_sign_epi8(x.q, w.q));
-    a.v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(w.d * x.d), a.v);
-    if constexpr (F::kHasMin) a.m = std::fma(w.m, x.s, a.m);
-  }
-  static float finish(const Acc& a) { return hsum(a.v) + a.m; }
-};
-
-// --- K super-block formats (activations Q8_K) ----------------------------------------------------
-// A super-block decodes to 8 chunks of 32 unsigned values, an int16 scale vector per chunk (one
-// scale per 16 values, so each 128-bit half of a chunk has its own), and a per-16 coefficient for
-// the activation's bsums: the min (Q4_K/Q5_K, taken with dmin) or 32 * scale (Q6_K's -32 offset,
-// taken with d and subtracted exactly in int32).
-struct WeightsK {
-  __m256i q[8], scale[8], off;
-  float d, dmin;
-};
-
-inline void k_scales(const uint8_t* s, WeightsK& w) {
-  uint8_t sc[8], mn[8];
-  for (int j = 0; j < 8; ++j) k_scale_min(s, j, sc[j], mn[j]);
-  for (int j = 0; j < 8; ++j) w.scale[j] = _mm256_set1_epi16(sc[j]);
-  w.off = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4], mn[5], mn[5], mn[6],
-                            mn[6], mn[7], mn[7]);
-}
-
+// --- K super-block formats (the fast decoders below) --------------------------------------------
 // The same eight scales (bytes 0..7) and mins (bytes 8..15) as k_scale_min, a 32-bit word at a
 // time: a, b, c are bytes 0..3, 4..7, 8..11 of the packed field.
 inline __m128i k_scales_mins(const uint8_t* s) {
@@ -193,12 +132,6 @@ inline __m128i k_scales_mins(const uint8_t* s) {
 struct FQ4_K {
   static constexpr int kBytes = layout::q4_k_bytes, kDmin = layout::q4_k_dmin, kScales = layout::q4_k_scales;
   static constexpr bool kOffsetIsMin = true;
-  static void decode(const uint8_t* b, WeightsK& w) {
-    w.d = f16_at(b);
-    w.dmin = f16_at(b + kDmin);
-    k_scales(b + kScales, w);
-    codes(b, w.q);
-  }
   static void codes(const uint8_t* b, __m256i (&q)[8]) {
     const __m256i lo4 = _mm256_set1_epi8(0x0F);
     for (int j = 0; j < 4; ++j) {
@@ -211,12 +144,6 @@ struct FQ4_K {
 struct FQ5_K {
   static constexpr int kBytes = layout::q5_k_bytes, kDmin = layout::q5_k_dmin, kScales = layout::q5_k_scales;
   static constexpr bool kOffsetIsMin = true;
-  static void decode(const uint8_t* b, WeightsK& w) {
-    w.d = f16_at(b);
-    w.dmin = f16_at(b + kDmin);
-    k_scales(b + kScales, w);
-    codes(b, w.q);
-  }
   static void codes(const uint8_t* b, __m256i (&q)[8]) {
     const __m256i lo4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     __m256i hb = loadu256(b + layout::q5_k_qh);  // bit 2j / 2j+1 of byte l: chunk 2j / 2j+1, value l
@@ -233,16 +160,6 @@ struct FQ5_K {
 struct FQ6_K {
   static constexpr int kBytes = layout::q6_k_bytes;
   static constexpr bool kOffsetIsMin = false;
-  static void decode(const uint8_t* b, WeightsK& w) {
-    w.d = f16_at(b + layout::q6_k_d);
-    w.dmin = 0;
-    int8_t sc[16];
-    std::memcpy(sc, b + layout::q6_k_scales, 16);
-    for (int c = 0; c < 8; ++c)
-      w.scale[c] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * c + 1]), _mm_set1_epi16(sc[2 * c]));
-    w.off = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc))), 5);
-    codes(b, w.q);
-  }
   // Unsigned codes 0..63 (the stored value plus 32).
   static void codes(const uint8_t* b, __m256i (&q)[8]) {
     const __m256i lo4 = _mm256_set1_epi8(0x0F), lo2 = _mm256_set1_epi8(3);
@@ -258,41 +175,6 @@ struct FQ6_K {
       q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), lo4), high(6));
     }
   }
-};
-
-template <class F>
-struct FamilyK {
-  struct Acc {
-    __m256 v = _mm256_setzero_ps();
-    float m = 0;
-  };
-  using Weights = WeightsK;
-  static constexpr bool kPadTail = false;
-  static constexpr int kMatvecRows = 4;  // rows per matvec tile
-  static constexpr int kElems = kQKK, kWBytes = F::kBytes, kXBytes = layout::q8_k_bytes;
-
-  static void decode(const uint8_t* b, Weights& w) { F::decode(b, w); }
-  struct X {
-    const uint8_t* p;  // the 256 codes and 16 sums stay in L1 and are read per row
-    float d;
-  };
-  static X load_x(const uint8_t* xb) { return {xb, load_f32(xb)}; }
-  static void accumulate(const Weights& w, const X& x, Acc& a) {
-    __m256i sumi = _mm256_setzero_si256();
-    for (int c = 0; c < 8; ++c) {
-      const __m256i p = _mm256_maddubs_epi16(w.q[c], loadu256(x.p + layout::q8_k_qs + 32 * c));
-      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, w.scale[c]));
-    }
-    const __m256i off = _mm256_madd_epi16(loadu256(x.p + layout::q8_k_bsums), w.off);
-    const float dx = x.d;
-    if constexpr (F::kOffsetIsMin) {
-      a.v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(w.d * dx), a.v);
-      a.m = std::fma(w.dmin * dx, static_cast<float>(hsum_i32(off)), a.m);
-    } else {
-      a.v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sumi, off)), _mm256_set1_ps(w.d * dx), a.v);
-    }
-  }
-  static float finish(const Acc& a) { return hsum(a.v) - a.m; }
 };
 
 // --- float weights (activations F32) -------------------------------------------------------------
@@ -436,7 +318,7 @@ void matmul(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_t*
 }
 
 // --- fast decoders (bit-identical to dequantize_ref: the same operations per value) -------------
-// Codes are unpacked by the same routines as the dot kernels, parked as int8 in L1, then widened to
+// Codes are unpacked by the format structs above, parked as int8 in L1, then widened to
 // float; then d * q, and the offset m added or subtracted, as the reference writes it. Every product
 // here is exact in float (a scale of at most 11 significant bits, f16 or a power of two, times
 // integer scales and codes of at most 13 bits together), so each value is rounded once, and it makes
@@ -520,15 +402,6 @@ KernelTable build_table(const char* name) {
   set(GgmlType::F32, matmul<FamilyFloat<FloatKind::f32>>);
   set(GgmlType::F16, matmul<FamilyFloat<FloatKind::f16>>);
   set(GgmlType::BF16, matmul<FamilyFloat<FloatKind::bf16>>);
-  set(GgmlType::Q4_0, matmul<Family32<FQ4_0>>);
-  set(GgmlType::Q4_1, matmul<Family32<FQ4_1>>);
-  set(GgmlType::Q5_0, matmul<Family32<FQ5_0>>);
-  set(GgmlType::Q5_1, matmul<Family32<FQ5_1>>);
-  set(GgmlType::Q8_0, matmul<Family32<FQ8_0>>);
-  set(GgmlType::MXFP4, matmul<Family32<FMxfp4>>);
-  set(GgmlType::Q4_K, matmul<FamilyK<FQ4_K>>);
-  set(GgmlType::Q5_K, matmul<FamilyK<FQ5_K>>);
-  set(GgmlType::Q6_K, matmul<FamilyK<FQ6_K>>);
   kt.quantize16 = k16::quantize;
   auto set16 = [&](GgmlType t, MatmulFn f) { kt.matmul16[type_index(t)] = f; };
   set16(GgmlType::Q4_0, k16::matmul16<k16::Q4_0>);

@@ -61,93 +61,13 @@ std::vector<uint8_t> random_weights(GgmlType t, int64_t n, std::mt19937& rng) {
   return out;
 }
 
-namespace {
-
-// Activation value i and its block's per-block data, as float64.
-struct Act {
-  std::vector<double> x;     // dequantized values
-  std::vector<double> s;     // Q8_1: the stored d * sum(q) per block
-};
-
-Act dequant_act(GgmlType a, const uint8_t* xq, int64_t k) {
-  Act act;
-  act.x.resize(static_cast<size_t>(k));
-  if (a == GgmlType::F32) {
-    for (int64_t i = 0; i < k; ++i) act.x[i] = load_f32(xq + 4 * i);
-  } else if (a == GgmlType::Q8_K) {
-    for (int64_t b = 0; b < k / kQKK; ++b) {
-      const uint8_t* blk = xq + b * layout::q8_k_bytes;
-      for (int j = 0; j < kQKK; ++j)
-        act.x[b * kQKK + j] = double(load_f32(blk)) * static_cast<int8_t>(blk[layout::q8_k_qs + j]);
-    }
-  } else {
-    const bool q81 = a == GgmlType::Q8_1;
-    const int bytes = q81 ? layout::q8_1_bytes : layout::q8_0_bytes, qs = q81 ? layout::q8_1_qs : layout::q8_0_qs;
-    for (int64_t b = 0; b < k / kQK; ++b) {
-      const uint8_t* blk = xq + b * bytes;
-      for (int j = 0; j < kQK; ++j) act.x[b * kQK + j] = double(load_f16(blk)) * static_cast<int8_t>(blk[qs + j]);
-      if (q81) act.s.push_back(load_f16(blk + layout::q8_1_s));
-    }
-  }
-  return act;
-}
-
-Block32 unpack32(GgmlType t, const uint8_t* b) {
-  switch (t) {
-    case GgmlType::Q4_0: return unpack_q4_0(b);
-    case GgmlType::Q4_1: return unpack_q4_1(b);
-    case GgmlType::Q5_0: return unpack_q5_0(b);
-    case GgmlType::Q5_1: return unpack_q5_1(b);
-    case GgmlType::Q8_0: return unpack_q8_0(b);
-    default: return unpack_mxfp4(b);
-  }
-}
-BlockK unpack_k(GgmlType t, const uint8_t* b) {
-  switch (t) {
-    case GgmlType::Q4_K: return unpack_q4_k(b);
-    case GgmlType::Q5_K: return unpack_q5_k(b);
-    default: return unpack_q6_k(b);
-  }
-}
-
-}  // namespace
-
-std::vector<double> dequantize_activation(GgmlType a, const uint8_t* xq, int64_t k) { return dequant_act(a, xq, k).x; }
-
-Exact exact_dot(GgmlType wt, const uint8_t* w, const uint8_t* xq, int64_t k) {
-  const Act act = dequant_act(activation_type(wt), xq, k);
-  const TypeInfo& ti = type_info(wt);
+Exact exact_dot(GgmlType wt, const uint8_t* w, const float* x, int64_t k) {
+  std::vector<float> wf(static_cast<size_t>(k));
+  dequantize_ref(wt, w, wf.data(), k);
   Exact e{0, 0};
-  if (ti.block_elems == 1) {
-    std::vector<float> wf(static_cast<size_t>(k));
-    dequantize_ref(wt, w, wf.data(), k);
-    for (int64_t i = 0; i < k; ++i) {
-      e.value += double(wf[i]) * act.x[i];
-      e.magnitude += std::fabs(double(wf[i]) * act.x[i]);
-    }
-  } else if (ti.block_elems == kQK) {
-    for (int64_t b = 0; b < k / kQK; ++b) {
-      const Block32 u = unpack32(wt, w + b * ti.block_bytes);
-      for (int j = 0; j < kQK; ++j) {
-        const double term = double(u.d) * u.q[j] * act.x[b * kQK + j];
-        e.value += term;
-        e.magnitude += std::fabs(term);
-      }
-      if (!act.s.empty()) {  // Q8_1: the min multiplies the stored block sum
-        e.value += double(u.m) * act.s[b];
-        e.magnitude += std::fabs(double(u.m) * act.s[b]);
-      }
-    }
-  } else {
-    for (int64_t b = 0; b < k / kQKK; ++b) {
-      const BlockK u = unpack_k(wt, w + b * ti.block_bytes);
-      for (int j = 0; j < kQKK; ++j) {
-        const double x = act.x[b * kQKK + j];
-        const double pos = double(u.d) * u.scale[j / 16] * u.q[j] * x, neg = double(u.dmin) * u.min[j / 16] * x;
-        e.value += pos - neg;
-        e.magnitude += std::fabs(pos) + std::fabs(neg);
-      }
-    }
+  for (int64_t i = 0; i < k; ++i) {
+    e.value += double(wf[i]) * x[i];
+    e.magnitude += std::fabs(double(wf[i]) * x[i]);
   }
   return e;
 }

@@ -1,6 +1,6 @@
 // Helpers shared by the quant tests: random weight blocks with bounded scales, Gaussian data, the
-// kernel tables this machine can run, and an exact (float64) dot product computed from the unpacked
-// integer codes and scales, with the magnitude that rounding errors scale with.
+// kernel tables this machine can run, and an exact (float64) dot product of a float weight row, with
+// the magnitude that rounding errors scale with.
 #pragma once
 #include <cstdint>
 #include <random>
@@ -19,14 +19,11 @@ std::vector<float> gaussian(size_t n, std::mt19937& rng, float sigma = 1.0f);
 // n elements of type t: random bytes with every scale field replaced by a bounded finite value.
 std::vector<uint8_t> random_weights(GgmlType t, int64_t n, std::mt19937& rng);
 
-// The activation row xq (k values in format a) as float64 values.
-std::vector<double> dequantize_activation(GgmlType a, const uint8_t* xq, int64_t k);
-
 struct Exact {
   double value;      // the dot product, exactly (to float64) as the formats define it
   double magnitude;  // sum of |terms|: float rounding errors are bounded by a multiple of this
 };
-// Row w (k elements of type wt) times the activation row xq (in activation_type(wt)).
-Exact exact_dot(GgmlType wt, const uint8_t* w, const uint8_t* xq, int64_t k);
+// Row w (k elements of the float type wt: F32, F16 or BF16) times the f32 activations x.
+Exact exact_dot(GgmlType wt, const uint8_t* w, const float* x, int64_t k);
 
 }  // namespace ts::quant::test

@@ -699,6 +699,57 @@ void build_panel8(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahea
   }
 }
 
+// The same panel for NibbleTable formats, 16 rows at a time without unpacking to words: four rows'
+// 16 bytes per vector, each nibble looked up as a biased byte (one vpshufb per 64 values), and each
+// quad of 16 rows gathered by two vpermt2d and a blend. quant_bench Matmul8x8 (one thread, Zen 4,
+// where building dominates): MXFP4 4.05k -> 6.18k tok/s (Q4_1 4.97k -> 5.19k), with 64 tokens 8.48k -> 9.85k.
+template <class F>
+  requires(Panel8<F> && NibbleTable<F>)
+void build_panel8(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahead& ahead) {
+  const int64_t groups = k / kQK;
+  auto* D = reinterpret_cast<__m256*>(panel + k / 4);
+  __m256* M = D + groups * kHalves;
+  alignas(16) static constexpr std::array<int8_t, 16> kBiased = [] {
+    std::array<int8_t, 16> b{};
+    for (int i = 0; i < 16; ++i) b[i] = static_cast<int8_t>(F::kNibbleWords[i] + F::kU8Bias);
+    return b;
+  }();
+  const __m512i table = _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_load_si128(reinterpret_cast<const __m128i*>(kBiased.data())));
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  for (int64_t blk = 0; blk < groups; ++blk) {
+    const uint8_t* bp[16];
+    for (int r = 0; r < 16; ++r) bp[r] = p[r] + blk * F::kBytes;
+    ahead.fetch(blk);
+    for (int h = 0; h < 2; ++h) {
+      __m256 d[1], m[1];
+      F::factors8(bp + 8 * h, d, m);
+      _mm256_store_ps(reinterpret_cast<float*>(D + blk * kHalves + h), d[0]);
+      if constexpr (F::kSign != MinSign::none) _mm256_store_ps(reinterpret_cast<float*>(M + blk * kHalves + h), m[0]);
+    }
+    __m512i lo[4], hi[4];  // 128-bit lane L of [i]: row 4i + L's values 0..15 (lo) and 16..31 (hi)
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t* const* q = bp + 4 * i;
+      __m512i v = _mm512_castsi128_si512(loadu128(q[0] + F::kNibbleQs));
+      v = _mm512_inserti32x4(v, loadu128(q[1] + F::kNibbleQs), 1);
+      v = _mm512_inserti32x4(v, loadu128(q[2] + F::kNibbleQs), 2);
+      v = _mm512_inserti32x4(v, loadu128(q[3] + F::kNibbleQs), 3);
+      lo[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, nibble));
+      hi[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
+    }
+    __m512i* out = panel + blk * (kQK / 4);
+    for (int j = 0; j < 4; ++j) {
+      // dword r of quad j: row r = 4i + L, found in [i] at dword 4L + j ([i] for even i from the
+      // first operand, odd i the second); rows 0..7 from (0, 1), rows 8..15 from (2, 3)
+      const __m512i idx = _mm512_add_epi32(_mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28),
+                                           _mm512_set1_epi32(j));
+      out[j] = _mm512_mask_blend_epi32(0xFF00, _mm512_permutex2var_epi32(lo[0], idx, lo[1]),
+                                       _mm512_permutex2var_epi32(lo[2], idx, lo[3]));
+      out[4 + j] = _mm512_mask_blend_epi32(0xFF00, _mm512_permutex2var_epi32(hi[0], idx, hi[1]),
+                                           _mm512_permutex2var_epi32(hi[2], idx, hi[3]));
+    }
+  }
+}
+
 // The tokens' codes as bytes, 32 at a time (the panel tile broadcasts them four at a time).
 inline void pack_codes8(const int16_t* q, int64_t k, int8_t* out) {
   for (int64_t e = 0; e < k; e += 32)

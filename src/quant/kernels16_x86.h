@@ -604,6 +604,30 @@ alignas(64) inline constexpr std::array<int16_t, 32> kPanel16Words = [] {
   return w;
 }();
 
+// Block blk of 16 rows p[0..15] of a NibbleTable format, fetching `ahead` meanwhile: the factors of
+// both 8-row halves into D (and M), and the rows' code bytes, four rows per vector (128-bit lane L
+// of rows4[i]: row 4i + L).
+template <class F>
+  requires NibbleTable<F>
+void nibble_block16(const uint8_t* const* p, int64_t blk, __m256* D, __m256* M, const Ahead& ahead, __m512i (&rows4)[4]) {
+  const uint8_t* bp[16];
+  for (int r = 0; r < 16; ++r) bp[r] = p[r] + blk * F::kBytes;
+  ahead.fetch(blk);
+  for (int h = 0; h < 2; ++h) {
+    __m256 d[1], m[1];
+    F::factors8(bp + 8 * h, d, m);
+    _mm256_store_ps(reinterpret_cast<float*>(D + blk * kHalves + h), d[0]);
+    if constexpr (F::kSign != MinSign::none) _mm256_store_ps(reinterpret_cast<float*>(M + blk * kHalves + h), m[0]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const uint8_t* const* q = bp + 4 * i;
+    __m512i v = _mm512_castsi128_si512(loadu128(q[0] + F::kNibbleQs));
+    v = _mm512_inserti32x4(v, loadu128(q[1] + F::kNibbleQs), 1);
+    v = _mm512_inserti32x4(v, loadu128(q[2] + F::kNibbleQs), 2);
+    rows4[i] = _mm512_inserti32x4(v, loadu128(q[3] + F::kNibbleQs), 3);
+  }
+}
+
 template <class F>
   requires NibbleTable<F>
 void build_panel16(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahead& ahead) {
@@ -613,23 +637,8 @@ void build_panel16(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahe
   const __m512i table = _mm512_load_si512(F::kNibbleWords), nibble = _mm512_set1_epi16(0x0F);
   const __m512i zero = _mm512_setzero_si512(), idx0 = _mm512_load_si512(kPanel16Words.data());
   for (int64_t blk = 0; blk < groups; ++blk) {
-    const uint8_t* bp[16];
-    for (int r = 0; r < 16; ++r) bp[r] = p[r] + blk * F::kBytes;
-    ahead.fetch(blk);
-    for (int h = 0; h < 2; ++h) {
-      __m256 d[1], m[1];
-      F::factors8(bp + 8 * h, d, m);
-      _mm256_store_ps(reinterpret_cast<float*>(D + blk * kHalves + h), d[0]);
-      if constexpr (F::kSign != MinSign::none) _mm256_store_ps(reinterpret_cast<float*>(M + blk * kHalves + h), m[0]);
-    }
     __m512i rows4[4];
-    for (int i = 0; i < 4; ++i) {
-      const uint8_t* const* q = bp + 4 * i;
-      __m512i v = _mm512_castsi128_si512(loadu128(q[0] + F::kNibbleQs));
-      v = _mm512_inserti32x4(v, loadu128(q[1] + F::kNibbleQs), 1);
-      v = _mm512_inserti32x4(v, loadu128(q[2] + F::kNibbleQs), 2);
-      rows4[i] = _mm512_inserti32x4(v, loadu128(q[3] + F::kNibbleQs), 3);
-    }
+    nibble_block16<F>(p, blk, D, M, ahead, rows4);
     __m512i* out = panel + blk * (kQK / 2);
     for (int m = 0; m < 4; ++m) {
       const __m512i idx = _mm512_add_epi16(idx0, _mm512_set1_epi16(static_cast<int16_t>(2 * m)));
@@ -717,24 +726,11 @@ void build_panel8(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahea
   const __m512i table = _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_load_si128(reinterpret_cast<const __m128i*>(kBiased.data())));
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t blk = 0; blk < groups; ++blk) {
-    const uint8_t* bp[16];
-    for (int r = 0; r < 16; ++r) bp[r] = p[r] + blk * F::kBytes;
-    ahead.fetch(blk);
-    for (int h = 0; h < 2; ++h) {
-      __m256 d[1], m[1];
-      F::factors8(bp + 8 * h, d, m);
-      _mm256_store_ps(reinterpret_cast<float*>(D + blk * kHalves + h), d[0]);
-      if constexpr (F::kSign != MinSign::none) _mm256_store_ps(reinterpret_cast<float*>(M + blk * kHalves + h), m[0]);
-    }
-    __m512i lo[4], hi[4];  // 128-bit lane L of [i]: row 4i + L's values 0..15 (lo) and 16..31 (hi)
+    __m512i rows4[4], lo[4], hi[4];  // lane L of lo[i] / hi[i]: row 4i + L's values 0..15 / 16..31
+    nibble_block16<F>(p, blk, D, M, ahead, rows4);
     for (int i = 0; i < 4; ++i) {
-      const uint8_t* const* q = bp + 4 * i;
-      __m512i v = _mm512_castsi128_si512(loadu128(q[0] + F::kNibbleQs));
-      v = _mm512_inserti32x4(v, loadu128(q[1] + F::kNibbleQs), 1);
-      v = _mm512_inserti32x4(v, loadu128(q[2] + F::kNibbleQs), 2);
-      v = _mm512_inserti32x4(v, loadu128(q[3] + F::kNibbleQs), 3);
-      lo[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, nibble));
-      hi[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
+      lo[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(rows4[i], nibble));
+      hi[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(rows4[i], 4), nibble));
     }
     __m512i* out = panel + blk * (kQK / 4);
     for (int j = 0; j < 4; ++j) {

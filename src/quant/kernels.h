@@ -46,8 +46,8 @@ void matmul(GgmlType w, const void* W, size_t row_stride, int64_t rows, int64_t 
 // int32 sum[n/32] (sum(xq of block b), which kernels that decode weights with an offset take back).
 //
 // 8-bit codes (ActCodes::int8): the same layout and contract with d = amax / 127, so |q| <= 127:
-// llama.cpp's activation rounding (with float scales), which the AVX-512 VNNI table multiplies twice
-// as fast in prefill (vpdpbusd, four values per lane). Products of such rows take the same kernels:
+// llama.cpp's activation rounding (with float scales), which the AVX-512 VNNI table multiplies up to
+// 1.9x as fast in prefill (vpdpbusd, four values per lane). Products of such rows take the same kernels:
 // the bytes do not depend on which kernel ran them.
 enum class ActCodes { int16, int8 };
 size_t act16_bytes(int64_t n);

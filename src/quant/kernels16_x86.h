@@ -10,7 +10,9 @@
 //    lookup is then one vpermw per 32 values: one-token decode +55% in quant_bench), and reduce
 //    those pairs in 512-bit steps with the rows' lanes in kPairOrder (+26% one token, +37% four);
 //  - many tokens (prefill): 8 rows are repacked once into a panel of (row, value pair) lanes, so one
-//    vpmaddwd advances 8 rows by two values against a broadcast activation pair, for every token.
+//    vpmaddwd advances 8 rows by two values against a broadcast activation pair, for every token;
+//    with 8-bit activation codes, the VNNI table's panels hold (row, value quad) byte lanes instead,
+//    and one vpdpbusd advances 16 rows by four values.
 #pragma once
 
 namespace k16 {

@@ -657,7 +657,7 @@ void build_panel16(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahe
 #endif
 
 #if TS_X86_WIDE && TS_X86_VNNI
-// --- prefill with 8-bit activation codes (quantize_act8: |q| <= 127) -------------------------------
+// --- prefill with 8-bit activation codes (ActCodes::int8: |q| <= 127) ------------------------------
 // The same contract and bytes as the int16 panels (the integer sums are exact either way), with
 // twice the products per instruction: one vpdpbusd advances 16 rows by four values against a
 // broadcast group of four activation bytes. vpdpbusd multiplies unsigned bytes by signed ones, so
@@ -696,8 +696,9 @@ void build_panel8(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahea
       for (int r = 0; r < 16; ++r) {
         __m256i c[2];
         F::codes(bp[r], g, c);
-        bytes[r / 8][r % 8] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm256_maskz_cvtepi16_epi8(0xFFFF, _mm256_add_epi16(c[0], bias))),
-                                                      _mm256_maskz_cvtepi16_epi8(0xFFFF, _mm256_add_epi16(c[1], bias)), 1);
+        const __m128i b0 = _mm256_maskz_cvtepi16_epi8(0xFFFF, _mm256_add_epi16(c[0], bias));
+        const __m128i b1 = _mm256_maskz_cvtepi16_epi8(0xFFFF, _mm256_add_epi16(c[1], bias));
+        bytes[r / 8][r % 8] = _mm256_inserti128_si256(_mm256_castsi128_si256(b0), b1, 1);
       }
       transpose8(bytes[0], quads[0]);
       transpose8(bytes[1], quads[1]);
@@ -713,7 +714,7 @@ void build_panel8(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahea
 // The same panel for NibbleTable formats, 16 rows at a time without unpacking to words: four rows'
 // 16 bytes per vector, each nibble looked up as a biased byte (one vpshufb per 64 values), and each
 // quad of 16 rows gathered by two vpermt2d and a blend. quant_bench Matmul8x8 (one thread, Zen 4,
-// where building dominates): MXFP4 4.05k -> 6.18k tok/s (Q4_1 4.97k -> 5.19k), with 64 tokens 8.48k -> 9.85k.
+// where building dominates): MXFP4 4.05k -> 6.18k tok/s (Q4_1 4.97k -> 5.19k); 64 tokens 8.48k -> 9.85k.
 template <class F>
   requires(Panel8<F> && NibbleTable<F>)
 void build_panel8(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahead& ahead) {
@@ -725,7 +726,8 @@ void build_panel8(const uint8_t* const* p, int64_t k, __m512i* panel, const Ahea
     for (int i = 0; i < 16; ++i) b[i] = static_cast<int8_t>(F::kNibbleWords[i] + F::kU8Bias);
     return b;
   }();
-  const __m512i table = _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_load_si128(reinterpret_cast<const __m128i*>(kBiased.data())));
+  const __m128i lut = _mm_load_si128(reinterpret_cast<const __m128i*>(kBiased.data()));
+  const __m512i table = _mm512_maskz_broadcast_i32x4(0xFFFF, lut);
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t blk = 0; blk < groups; ++blk) {
     __m512i rows4[4], lo[4], hi[4];  // lane L of lo[i] / hi[i]: row 4i + L's values 0..15 / 16..31

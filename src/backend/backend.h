@@ -315,8 +315,9 @@ enum class Precision {
   Int16,  // default: activations rounded to int16 per block of 32 (1/65534 of the block maximum), exact
           // integer dots: far closer to exact than llama.cpp, its decode as fast as int8's
   Exact,  // weights decoded to f32 times exact f32 activations: only the weights' own rounding is left
-  Int8,   // the same with 8-bit codes (1/254 of the block maximum, llama.cpp's activation rounding with
-          // float scales): prefill 1.1-1.7x faster (pp512) where AVX-512 VNNI multiplies four bytes per lane
+  Int8,   // the same with 8-bit codes (1/254 of the block maximum, llama.cpp's rounding, float scales) in
+          // the FFNs and experts, int16 elsewhere: prefill faster where AVX-512 VNNI multiplies four
+          // bytes per lane, and still closer to exact than llama.cpp
 };
 // "int16", "exact" or "int8"; anything else is a ts::Error.
 Precision parse_precision(const std::string& name);

@@ -1,15 +1,15 @@
-// The CPU backend with 8-bit activation codes (--precision int8: llama.cpp's activation rounding, with
-// float scales per block of 32), driven through the C++ API. It adds a rounding of its own, so it is
-// held to the llama.cpp-relative KL bound on the median row (see parity_util.h), to absolute bounds on
-// the mean KL and the top-1 agreement, and to the same determinism contracts as the default: the
-// bytes depend neither on the thread count nor on prefill vs one token at a time (which run
-// different kernels on AVX-512 VNNI: the 8-bit panels and the int16 decode).
+// The CPU backend with 8-bit activation codes in the FFNs (--precision int8: llama.cpp's activation
+// rounding, with float scales per block of 32; int16 codes elsewhere), driven through the C++ API. It
+// is held to the shared pass rule against llama.cpp (parity_util.h), to absolute bounds on the mean KL
+// and the top-1 agreement, and to the same determinism contracts as the default: the bytes depend
+// neither on the thread count nor on prefill vs one token at a time (which run different kernels on
+// AVX-512 VNNI: the 8-bit panels and the int16 decode).
 //
-// Margins of the absolute bounds, from the measured values: the worst mean KL is 5.3e-4
-// (qwen3moe-q8_0, where a near-tied expert choice flips; llama.cpp 1.2e-4), the next 2.1e-4
-// (gpt-oss-mxfp4): bound 1e-3. The worst top-1 is 0.925 (llama-dense-q4_k_m, llama.cpp 0.975):
-// bound 0.85, six rows of 40 may flip at near-ties. Wrong scales or block layouts put every row off,
-// far past both.
+// Margins of the absolute bounds, from the measured values: the worst mean KL is 2.1e-4
+// (gpt-oss-mxfp4, where llama.cpp is at 2.2e-4), the next 1.6e-4 (gemma3-q8_0): bound 4e-4. The
+// worst top-1 is 0.950 (three fixtures): bound 0.90, four rows of 40 may flip at near-ties. With
+// 8-bit codes in every product the MoE fixtures measured 5.3e-4 (an expert choice flipped): that
+// fails both. Wrong scales or block layouts put every row off, far past both.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,7 +25,7 @@ namespace {
 
 using test::Fixture;
 
-constexpr double kMaxMeanKl = 1e-3, kMinTop1 = 0.85;  // margins: see the top of this file
+constexpr double kMaxMeanKl = 4e-4, kMinTop1 = 0.90;  // margins: see the top of this file
 
 // Teacher-forces the fixture's tokens in chunks of `batch` and returns every position's logits.
 std::vector<float> api_logits(const Fixture& f, int threads, int64_t batch) {
@@ -44,7 +44,7 @@ std::vector<float> api_logits(const Fixture& f, int threads, int64_t batch) {
 
 class Int8Activations : public testing::TestWithParam<Fixture> {};
 
-TEST_P(Int8Activations, DeterministicAndWithinLlamaCppKlRule) {
+TEST_P(Int8Activations, DeterministicAndWithinTheSharedRule) {
   const Fixture& f = GetParam();
   const std::vector<float> prefill = api_logits(f, 1, 256);
   EXPECT_TRUE(test::same_bytes(prefill, api_logits(f, 2, 256))) << "1 vs 2 threads";
@@ -53,15 +53,15 @@ TEST_P(Int8Activations, DeterministicAndWithinLlamaCppKlRule) {
   const std::vector<float> ref = test::read_floats(f.ref());
   const test::Distance ours = test::distance(ref, prefill);
   std::string vs_llama;
-  bool median_ok = true;
+  bool rule_ok = true;
   if (f.has_llamacpp()) {
     const test::Distance llama = test::distance(ref, test::read_floats(f.llamacpp()));
-    median_ok = test::passes_median_kl_rule(ours, llama);
+    rule_ok = test::passes(f, ours, llama);
     vs_llama = " | llama.cpp " + test::describe(llama);
   }
-  const bool ok = median_ok && ours.mean_kl <= kMaxMeanKl && ours.top1 >= kMinTop1;
+  const bool ok = rule_ok && ours.mean_kl <= kMaxMeanKl && ours.top1 >= kMinTop1;
   std::printf("%s %-20s int8-act   %s%s\n", ok ? "ok  " : "FAIL", f.name.c_str(), test::describe(ours).c_str(), vs_llama.c_str());
-  EXPECT_TRUE(median_ok) << test::describe(ours) << vs_llama << " (rule: median_kl <= max(1.5 x llama.cpp's, 1e-5))";
+  EXPECT_TRUE(rule_ok) << test::describe(ours) << vs_llama << " (the shared rule)";
   EXPECT_LE(ours.mean_kl, kMaxMeanKl) << test::describe(ours);
   EXPECT_GE(ours.top1, kMinTop1) << test::describe(ours);
 }

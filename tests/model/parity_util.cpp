@@ -56,10 +56,6 @@ bool passes(const Fixture& f, const Distance& ours, const Distance& llamacpp) {
 
 bool passes_exact(const Distance& ours) { return ours.rel_l2 <= kExactRelL2 && ours.mean_kl <= kExactMeanKl; }
 
-bool passes_median_kl_rule(const Distance& ours, const Distance& llamacpp) {
-  return ours.median_kl <= std::max(1.5 * llamacpp.median_kl, 1e-5);
-}
-
 std::vector<float> cli_logits(const Fixture& f, const std::vector<std::string>& flags, const ScratchDir& dir) {
   static int n_calls = 0;
   const std::string out = dir.file(fmt::format("logits{}.f32", n_calls++));

@@ -32,11 +32,6 @@ bool passes(const Fixture& f, const Distance& ours, const Distance& llamacpp);
 // KL 2.2e-11); this bound fails it, and a RoPE base 20% off (rel 1.8e-2) by far.
 constexpr double kExactRelL2 = 2e-6, kExactMeanKl = 1e-12;
 bool passes_exact(const Distance& ours);
-// The quantized-weights KL bound, max(1.5 x llama.cpp's, 1e-5), on the median per-row KL, whatever
-// the weight type. For int8 activations: their second rounding flips the odd near-tied expert choice
-// or top-1 token, which moves the mean and top-1 by chance (llama.cpp's own figures are one such
-// draw), while a wrong quantization would raise the KL of every row.
-bool passes_median_kl_rule(const Distance& ours, const Distance& llamacpp);
 
 std::string describe(const Distance& d);
 

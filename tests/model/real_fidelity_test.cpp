@@ -2,7 +2,7 @@
 // over llama.cpp's greedy continuations of tests/data/real (349 positions), its logits stay within a
 // mean KL of 1e-5 of the exact path (which is within 1e-11 of the float64 reference there). For
 // scale: llama.cpp's own mean KL from the float64 reference on these positions is 4.4e-3
-// (shared/tools/np_reference.py); the default path measures about 1e-7, --precision int8 4.5e-3. The model comes from the cache
+// (shared/tools/np_reference.py); the default path measures about 1e-7, --precision int8 1.8e-3. The model comes from the cache
 // (`turbospark fetch`, see support/real_models.h).
 #include <gtest/gtest.h>
 
@@ -61,18 +61,20 @@ TEST(Fidelity, DefaultPathOnTheDefaultModelStaysNextToExact) {
     EXPECT_GE(d.top1, 0.99) << test::describe(d);
   }}
 
-// --precision int8 (8-bit activation codes, f16 KV cache) on the same positions: level with llama.cpp,
-// whose activation rounding it shares (measured: mean KL 4.54e-3 from the exact path, median 3.3e-3,
-// top-1 0.940). Bound 5e-3 (10% over); a wrong scale or layout puts every row far past it.
-TEST(Fidelity, Int8PathOnTheDefaultModelIsLevelWithLlamaCpp) {
+// --precision int8 (8-bit activation codes in the FFNs, int16 elsewhere, f16 KV cache) on the same
+// positions: measured mean KL 1.79e-3 from the exact path (median 1.3e-3, top-1 0.960), under half of
+// llama.cpp's 4.4e-3, whose activation rounding it shares in the FFNs; with 8-bit codes in every
+// product it was 4.54e-3, level with llama.cpp. Bound 2.5e-3; a wrong scale or layout puts every row
+// far past it.
+TEST(Fidelity, Int8PathOnTheDefaultModelStaysCloserThanLlamaCpp) {
   std::string path;
   const auto seqs = real_sequences(path);
   TS_REQUIRE_REAL_MODEL(path);
   const std::vector<float> exact = all_logits(path, seqs, Precision::Exact, KvType::F32);
   const test::Distance d = test::distance(exact, all_logits(path, seqs, Precision::Int8, KvType::F16), 49152);
   std::printf("int8, f16 KV cache: %s (llama.cpp: mean KL 4.4e-3 from the float64 reference)\n", test::describe(d).c_str());
-  EXPECT_LE(d.mean_kl, 5e-3) << test::describe(d);
-  EXPECT_GE(d.top1, 0.92) << test::describe(d);
+  EXPECT_LE(d.mean_kl, 2.5e-3) << test::describe(d);
+  EXPECT_GE(d.top1, 0.94) << test::describe(d);
 }
 
 }  // namespace

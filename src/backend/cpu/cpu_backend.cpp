@@ -22,7 +22,7 @@ constexpr int64_t kParallelElems = 16384;
 CpuBackend::CpuBackend(int n_threads, Precision precision, KvType kv_type)
     : pool_(n_threads),
       precision_(precision),
-      codes_(precision == Precision::Int8 ? quant::ActCodes::int8 : quant::ActCodes::int16),
+      ffn_codes_(precision == Precision::Int8 ? quant::ActCodes::int8 : quant::ActCodes::int16),
       kv_type_(kv_type),
       fast_(precision != Precision::Exact && cpu_features().avx2) {
   if (kv_type == KvType::F16 && precision == Precision::Exact)

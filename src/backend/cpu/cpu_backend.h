@@ -81,11 +81,13 @@ class CpuBackend final : public Backend {
  private:
   // Rotates each row's heads by the row's position in the step (attention's first stage).
   void rope(Act x, int64_t n_head, int64_t head_dim, const RopeParams& p);
-  // y = x W^T for each output, their bias and accumulate flags aside (matmul_shared applies them).
-  void products(Act x, std::span<const MatmulOut> outs, const InputNorm& norm);
-  // Quantizes the rows of x (int16 rows with codes_), normalised first if asked, into dst; returns
-  // the row stride.
-  size_t quantize_rows(Act x, const InputNorm& norm, std::vector<uint8_t>& dst);
+  // y = x W^T for each output, their bias and accumulate flags aside (matmul_shared applies them);
+  // `codes`: the activation codes of quantized weights (the FFNs pass ffn_codes_).
+  void products(Act x, std::span<const MatmulOut> outs, const InputNorm& norm,
+                quant::ActCodes codes = quant::ActCodes::int16);
+  // Quantizes the rows of x into int16 rows with `codes`, normalised first if asked, into dst;
+  // returns the row stride.
+  size_t quantize_rows(Act x, const InputNorm& norm, quant::ActCodes codes, std::vector<uint8_t>& dst);
   bool fused_ffn(const FfnWeights& w) const;  // ffn's two-pass quantized path applies
   // The rows of x normalised into norm_rows_ (the reference rms_norm), for the paths that need f32.
   Act normalised(Act x, const InputNorm& norm);
@@ -99,7 +101,7 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   Precision precision_;
-  quant::ActCodes codes_;  // the activation codes of the quantized paths (8-bit with Precision::Int8)
+  quant::ActCodes ffn_codes_;  // the FFNs' activation codes (8-bit with Precision::Int8; int16 elsewhere)
   KvType kv_type_;
   bool fast_;  // the fast operations (any precision but Exact, on a CPU with AVX2)
   std::deque<std::vector<float>> vectors_;   // uploaded f32 vectors (stable addresses)

@@ -70,27 +70,27 @@ void CpuBackend::ffn(Act x, const FfnWeights& w, Act out, const InputNorm& norm)
   const int64_t n_ff = w.gate->rows, n = x.n;
   if (!fused_ffn(w)) {
     Act g = scratch(gate_rows_, n, n_ff), u = scratch(up_rows_, n, n_ff), a = scratch(act_rows_, n, n_ff);
-    const MatmulOut gate_up[] = {{w.gate, g}, {w.up, u}};
-    matmul_shared(x, gate_up, norm);
+    const MatmulOut gate_up[] = {{w.gate, g}, {w.up, u}}, down{w.down, out};
+    products(x, gate_up, norm, ffn_codes_);
     if (w.gate_bias) add_bias(g, w.gate_bias);
     if (w.up_bias) add_bias(u, w.up_bias);
     glu(w.act, g, u, a);
-    matmul(*w.down, a, out);
+    products(a, {&down, 1}, InputNorm{}, ffn_codes_);
     if (w.down_bias) add_bias(out, w.down_bias);
     return;
   }
-  const size_t xs = quantize_rows(x, norm, xq_);
+  const size_t xs = quantize_rows(x, norm, ffn_codes_, xq_);
   xq_down_.resize(quant::act16_bytes(n_ff) * n);
   const int64_t tr = n <= kDecodeTokens ? decode_task_rows(n_ff, pool_.size()) : kBlock;
   pool_.parallel_for((n_ff + tr - 1) / tr, [&](int64_t task) {
     const int64_t r0 = task * tr;
-    gate_up_rows(w, x, xq_.data(), xs, r0, std::min(tr, n_ff - r0), xq_down_.data(), codes_);
+    gate_up_rows(w, x, xq_.data(), xs, r0, std::min(tr, n_ff - r0), xq_down_.data(), ffn_codes_);
   });
   const int64_t d_rows = w.down->rows;
   const int64_t dr = n <= kDecodeTokens ? decode_task_rows(d_rows, pool_.size()) : kBlock;
   pool_.parallel_for((d_rows + dr - 1) / dr, [&](int64_t task) {
     const int64_t r0 = task * dr;
-    down_rows(w, xq_down_.data(), n, r0, std::min(d_rows, r0 + dr), out, codes_);
+    down_rows(w, xq_down_.data(), n, r0, std::min(d_rows, r0 + dr), out, ffn_codes_);
   });
 }
 
@@ -106,16 +106,16 @@ bool CpuBackend::ffn_many(std::span<const FfnJob> jobs) {
   many_down_.resize(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     check_shapes(jobs[i].x, jobs[i].w, jobs[i].out);
-    many_xs_[i] = quantize_rows(jobs[i].x, {}, many_xq_[i]);
+    many_xs_[i] = quantize_rows(jobs[i].x, {}, ffn_codes_, many_xq_[i]);
     many_down_[i].resize(quant::act16_bytes(jobs[i].w.gate->rows) * jobs[i].x.n);
   }
   pool_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t i) {
     const FfnJob& j = jobs[i];
-    gate_up_rows(j.w, j.x, many_xq_[i].data(), many_xs_[i], 0, j.w.gate->rows, many_down_[i].data(), codes_);
+    gate_up_rows(j.w, j.x, many_xq_[i].data(), many_xs_[i], 0, j.w.gate->rows, many_down_[i].data(), ffn_codes_);
   });
   pool_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t i) {
     const FfnJob& j = jobs[i];
-    down_rows(j.w, many_down_[i].data(), j.x.n, 0, j.w.down->rows, j.out, codes_);
+    down_rows(j.w, many_down_[i].data(), j.x.n, 0, j.w.down->rows, j.out, ffn_codes_);
   });
   return true;
 }

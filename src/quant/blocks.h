@@ -22,12 +22,10 @@ inline constexpr int q4_1_m = 2, q4_1_qs = 4, q4_1_bytes = 20;
 inline constexpr int q5_0_qh = 2, q5_0_qs = 6, q5_0_bytes = 22;
 inline constexpr int q5_1_m = 2, q5_1_qh = 4, q5_1_qs = 8, q5_1_bytes = 24;
 inline constexpr int q8_0_qs = 2, q8_0_bytes = 34;
-inline constexpr int q8_1_s = 2, q8_1_qs = 4, q8_1_bytes = 36;  // s = d * sum(qs), as fp16
 inline constexpr int mxfp4_qs = 1, mxfp4_bytes = 17;             // byte 0 is the E8M0 exponent
 inline constexpr int q4_k_dmin = 2, q4_k_scales = 4, q4_k_qs = 16, q4_k_bytes = 144;
 inline constexpr int q5_k_dmin = 2, q5_k_scales = 4, q5_k_qh = 16, q5_k_qs = 48, q5_k_bytes = 176;
 inline constexpr int q6_k_qh = 128, q6_k_scales = 192, q6_k_d = 208, q6_k_bytes = 210;
-inline constexpr int q8_k_qs = 4, q8_k_bsums = 260, q8_k_bytes = 292;  // d is a float at offset 0
 }  // namespace layout
 
 inline uint16_t load_u16(const uint8_t* p) {

@@ -312,12 +312,13 @@ class Backend {
 // How the CPU backend multiplies quantized weights with activations (docs/ARCHITECTURE.md, "Matmul
 // precision"). Every mode gives the same bytes for any thread count and batch size.
 enum class Precision {
-  Int16,  // default: activations rounded to int16 per block of 32 (1/65534 of the block maximum), exact
-          // integer dots: far closer to exact than llama.cpp, its decode as fast as int8's
+  Int16,  // activations rounded to int16 per block of 32 (1/65534 of the block maximum), exact integer
+          // dots: far closer to exact than llama.cpp, its decode as fast as int8's
   Exact,  // weights decoded to f32 times exact f32 activations: only the weights' own rounding is left
-  Int8,   // the same with 8-bit codes (1/254 of the block maximum, llama.cpp's rounding, float scales) in
-          // the FFNs and experts, int16 elsewhere: prefill faster where AVX-512 VNNI multiplies four
-          // bytes per lane, and still closer to exact than llama.cpp
+  Int8,   // the CLI's and server's default: the same with 8-bit codes (1/254 of the block maximum,
+          // llama.cpp's rounding, float scales) in the FFNs and experts, int16 elsewhere: prefill
+          // faster where AVX-512 VNNI multiplies four bytes per lane, and still closer to exact than
+          // llama.cpp
 };
 // "int16", "exact" or "int8"; anything else is a ts::Error.
 Precision parse_precision(const std::string& name);

@@ -47,8 +47,8 @@ void add_model_options(CLI::App* sub, ModelOptions& o, bool model_required) {
   sub->add_option("--router-hist", o.router_hist, "write how often each expert was selected, per layer, as JSON")->group(ig);
   sub->add_flag("--router-trace", o.router_trace, "with --router-hist: also the selected experts of every token")->group(ig);
   sub->add_option("--precision", o.precision,
-                  "CPU matmul activations: int16 (default), exact (f32: the reference path) or int8 (8-bit codes in the FFNs: faster prefill)")
-      ->check(CLI::IsMember({"int16", "exact", "int8"}));
+                  "CPU matmul activations: int8 (default: 8-bit codes in the FFNs, int16 elsewhere; fast prefill), int16 (int16 codes everywhere) or exact (f32: the reference path)")
+      ->check(CLI::IsMember({"int8", "int16", "exact"}));
   sub->add_option("--kv-type", o.kv_type,
                   "CPU KV cache element type: auto (default: f16, or f32 with --precision exact), f32, or f16 (not with --precision exact)")
       ->check(CLI::IsMember({"auto", "f32", "f16"}));

@@ -27,7 +27,7 @@ struct ModelOptions {
   bool phases = false;
   std::string phases_json, router_hist;
   bool router_trace = false;
-  std::string precision = "int16";
+  std::string precision = "int8";
   std::string kv_type = "auto";
   std::string device;  // cpu, cuda, auto; empty: $TURBOSPARK_DEVICE, else auto
 };

@@ -1,7 +1,7 @@
-// The CPU backend with 8-bit activation codes in the FFNs (--precision int8: llama.cpp's activation
+// The CPU backend's default, 8-bit activation codes in the FFNs (--precision int8: llama.cpp's activation
 // rounding, with float scales per block of 32; int16 codes elsewhere), driven through the C++ API. It
 // is held to the shared pass rule against llama.cpp (parity_util.h), to absolute bounds on the mean KL
-// and the top-1 agreement, and to the same determinism contracts as the default: the bytes depend
+// and the top-1 agreement, and to the same determinism contracts as every precision: the bytes depend
 // neither on the thread count nor on prefill vs one token at a time (which run different kernels on
 // AVX-512 VNNI: the 8-bit panels and the int16 decode).
 //

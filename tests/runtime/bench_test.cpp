@@ -79,7 +79,7 @@ TEST(BenchCli, PrintsJsonForScriptsAndRejectsEmptyRuns) {
   EXPECT_GT(j["pp"].get<double>(), 0);
   EXPECT_EQ(j["pp_samples"].size(), 2u);
   EXPECT_EQ(j["threads"].get<int>(), 2);
-  EXPECT_EQ(j["precision"].get<std::string>(), "int16");
+  EXPECT_EQ(j["precision"].get<std::string>(), "int8");  // the CLI's default
   EXPECT_FALSE(j.contains("tg"));
   EXPECT_EQ(j["n_depth"].get<int>(), 0);
   // Depth and the residency options reach the run.

@@ -1,8 +1,9 @@
 // The CUDA backend on every model fixture: both paths (batched prefill, and one token at a time,
 // whose steps from the third on replay a recorded CUDA graph) within the fixtures' pass rule of the
-// exact reference, and the same bytes from two runs; on the MoE fixtures, experts streamed through
-// device slots give the resident bytes for every cache size; and a recorded step never outlives the
-// buffers it was recorded with. Skips without a CUDA device.
+// exact reference, and the same bytes from two runs; decode steps shared by several sequences give
+// each the bytes it gets alone; on the MoE fixtures, experts streamed through device slots give the
+// resident bytes for every cache size; and a recorded step never outlives the buffers it was
+// recorded with. Skips without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -144,6 +145,71 @@ TEST_F(CudaGraphs, AForwardNeverReplaysAnothersSteps) {
                                                     << " positions, after " << spacer << " floats held, differs";
   }
 }
+
+// Decode steps of up to kMatvecMaxRows rows (the server's steps while nothing prefills) take the
+// exact products, whose sums, like the attention's splits, are each row's own: a sequence decoded
+// beside others gets the bytes it gets alone. Each prompt is prefilled alone in both runs (a step of
+// more rows takes the tensor cores, whose bytes depend on the step: docs/CUDA.md). The shared steps
+// hold three rows, then one; the contexts pass 90 keys, where the splits of a row's keys would differ
+// if their count followed the step's rows (64 splits of 2 keys for one row of these fixtures, 44 of 3
+// for three), and the F32 fixtures' narrow products would take another kernel with another order.
+class CudaBatching : public testing::TestWithParam<Fixture> {};
+
+TEST_P(CudaBatching, DecodeStepsGiveEachSequenceItsBytesAlone) {
+  TS_REQUIRE_CUDA();
+  const Fixture& f = GetParam();
+  const auto be = make_backend("cuda", 2);
+  const auto model = Model::load(f.gguf(), *be);
+  const int64_t V = model->hp().n_vocab;
+  const std::vector<int32_t> all = read_token_file(f.tokens());
+  ASSERT_GE(all.size(), 40u);
+  auto repeated = [&](size_t from, int copies) {  // all[from:], then `copies` - 1 more copies of all
+    std::vector<int32_t> v(all.begin() + static_cast<std::ptrdiff_t>(from), all.end());
+    for (int c = 1; c < copies; ++c) v.insert(v.end(), all.begin(), all.end());
+    return v;
+  };
+  const std::vector<std::vector<int32_t>> seqs = {repeated(0, 3), repeated(5, 2), repeated(11, 3)};
+  const int64_t prompt[3] = {static_cast<int64_t>(seqs[0].size()) - 28, static_cast<int64_t>(seqs[1].size()) - 14,
+                             static_cast<int64_t>(seqs[2].size()) - 14};
+  auto run = [&](bool shared) {
+    std::vector<std::unique_ptr<KvCache>> kv;
+    std::vector<std::vector<float>> got(3);
+    Forward fwd(*model, *be, ForwardOptions{.max_batch = 16});
+    for (int s = 0; s < 3; ++s) {
+      kv.push_back(std::make_unique<KvCache>(*be, model->hp(), static_cast<int64_t>(seqs[s].size())));
+      got[s].resize(seqs[s].size() * V);
+      const SeqStep p{kv[s].get(), seqs[s].data(), prompt[s], true, got[s].data()};
+      fwd.run(std::span<const SeqStep>(&p, 1));
+    }
+    std::vector<int64_t> done(prompt, prompt + 3);
+    auto next = [&](int s) { return SeqStep{kv[s].get(), seqs[s].data() + done[s], 1, true, got[s].data() + done[s] * V}; };
+    auto left = [&](int s) { return done[s] < static_cast<int64_t>(seqs[s].size()); };
+    if (shared) {
+      for (;;) {
+        std::vector<SeqStep> step;
+        for (int s = 0; s < 3; ++s)
+          if (left(s)) {
+            step.push_back(next(s));
+            ++done[s];
+          }
+        if (step.empty()) break;
+        fwd.run(step);
+      }
+    } else {
+      for (int s = 0; s < 3; ++s)
+        for (; left(s); ++done[s]) {
+          const SeqStep one = next(s);
+          fwd.run(std::span<const SeqStep>(&one, 1));
+        }
+    }
+    return got;
+  };
+  const auto alone = run(false), shared = run(true);
+  for (int s = 0; s < 3; ++s) EXPECT_TRUE(test::same_bytes(alone[s], shared[s])) << "sequence " << s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaBatching, testing::ValuesIn(test::model_fixtures()),
+                         [](const testing::TestParamInfo<Fixture>& p) { return test::test_name(p.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaStreamed,
                          testing::Combine(testing::ValuesIn(test::moe_fixtures()), testing::Values(Path::Prefill, Path::Sequential)),

@@ -360,11 +360,12 @@ __global__ void __launch_bounds__(kPrefillThreads) attn_prefill_kernel(const flo
   for (int d = 0; d < 32; ++d) out[row * a.n_head * HD + h * HD + part * 32 + d] = acc[d] * inv;
 }
 
-int decode_splits(const AttentionParams& p, const StepDev& st) {
-  // Enough blocks for the whole chip whatever the depth (the split count must not depend on the
-  // positions: a recorded step replays it).
-  const int64_t blocks = static_cast<int64_t>(st.n_rows) * p.n_head_kv;
-  return static_cast<int>(std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, ceil_div(264, blocks))));
+int decode_splits(const AttentionParams& p) {
+  // Enough blocks for the whole chip with one row whatever the depth. The count depends on the model
+  // alone: not on the positions (a recorded step replays it), and not on how many rows share the step,
+  // since the splits decide the order of a row's sums (a sequence decoded beside others keeps the
+  // bytes it gets alone).
+  return static_cast<int>(std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, ceil_div(264, p.n_head_kv))));
 }
 
 bool decode_shape(const StepDev& st) { return st.max_seq_rows == 1; }
@@ -402,7 +403,7 @@ void rope_store(float* q, float* k, const float* v, int64_t layer, const Attenti
 }
 
 int64_t attention_scratch_floats(const AttentionParams& p, const StepDev& st) {
-  return decode_shape(st) ? static_cast<int64_t>(st.n_rows) * p.n_head * decode_splits(p, st) * (p.head_dim + 2) : 0;
+  return decode_shape(st) ? static_cast<int64_t>(st.n_rows) * p.n_head * decode_splits(p) * (p.head_dim + 2) : 0;
 }
 
 void attention(const float* q, int64_t layer, const AttentionParams& p, const StepDev& st, float* scratch, float* out,
@@ -411,7 +412,7 @@ void attention(const float* q, int64_t layer, const AttentionParams& p, const St
   const int64_t G = p.n_head / p.n_head_kv;
   if (p.n_head % p.n_head_kv != 0) fail_text("attention: the heads do not divide into the kv heads");
   if (decode_shape(st)) {
-    const int splits = decode_splits(p, st);
+    const int splits = decode_splits(p);
     const dim3 grid(st.n_rows, static_cast<unsigned>(p.n_head_kv), splits);
     auto launch = [&]<int HD>() {
       if (G > max_group<HD>())

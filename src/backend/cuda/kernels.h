@@ -72,8 +72,8 @@ int64_t attention_scratch_floats(const AttentionParams& p, const StepDev& st);
 void attention(const float* q, int64_t layer, const AttentionParams& p, const StepDev& st, float* scratch, float* out,
                cudaStream_t s);
 
-// Products with weights. matvec.cu: few rows, exact f32 activations, every output of one call
-// sharing the input and the weight type and width. gemm.cu: many rows, weights decoded to halves
+// Products with weights. matvec.cu: few rows, every output of one call sharing the input and the
+// weight type and width, each row's bytes its own whatever else shares the call. gemm.cu: many rows, weights decoded to halves
 // and multiplied by cuBLAS (F32 weights as they are, through cuBLAS's f32 GEMM).
 struct MatOut {
   DMat w;

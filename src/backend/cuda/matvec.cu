@@ -52,16 +52,17 @@ struct DenseJob {  // matvec: rows of up to kMaxOuts matrices, each output row y
     r[0] = o.w.data + row * o.w.stride;
     r[1] = row + 1 < o.w.rows ? r[0] + o.w.stride : nullptr;
   }
+  // acc[i][t] is token t0 + t's.
   template <int NT>
-  __device__ void store(int64_t p, const float (&acc)[2][NT]) const {
+  __device__ void store(int64_t p, const float (&acc)[2][NT], int t0 = 0) const {
     const int j = find(p);
     const MatOut& o = outs[j];
     const int64_t row = 2 * (p - pair_begin[j]);
     for (int i = 0; i < 2 && row + i < o.w.rows; ++i)
-      for (int t = 0; t < NT && t < n; ++t) {
+      for (int t = 0; t < NT && t0 + t < n; ++t) {
         float v = acc[i][t];
         if (o.bias) v += o.bias[row + i];
-        float* y = o.y + t * o.ldy + row + i;
+        float* y = o.y + (t0 + t) * o.ldy + row + i;
         *y = o.accumulate ? *y + v : v;
       }
   }
@@ -280,10 +281,11 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job unbound, const floa
   }
 }
 
-// Few row pairs (a router's 32 rows, one token): mv_kernel would give each pair one warp, leaving
-// most of the device idle while each warp walks its rows' units in sequence. Here a block takes one
-// pair and its warps split the units, every lane loading all of its units before using them; the
-// warps' sums are added in a fixed order.
+// Few row pairs (a router's 32 rows): mv_kernel would give each pair one warp, leaving most of the
+// device idle while each warp walks its rows' units in sequence. Here block (pair, token) takes one
+// pair for one token and its warps split the units, every lane loading all of its units before using
+// them; the warps' sums are added in a fixed order. Every token of a step takes this kernel, so a
+// token's bytes do not depend on how many share the step.
 constexpr int kSplitWarps = 8, kSplitUnits = 4;
 template <GgmlType T, class Job>
 __global__ void __launch_bounds__(kSplitWarps * 32) mv_split_kernel(Job unbound, const float* x, int64_t ldx, int64_t cols) {
@@ -295,10 +297,11 @@ __global__ void __launch_bounds__(kSplitWarps * 32) mv_split_kernel(Job unbound,
   const auto& job = unbound.bind();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t p = blockIdx.x;
+  const int token = static_cast<int>(blockIdx.y);
   const RowLayout L = row_layout(T, cols);
   const uint8_t* r[2] = {nullptr, nullptr};
   job.rows(p, r);
-  stage<T, 1>(x, ldx, 1, 0, static_cast<int>(cols), xs, xd);
+  stage<T, 1>(x + token * ldx, ldx, 1, 0, static_cast<int>(cols), xs, xd);
   const ViewOf<F> xv[1] = {view<F, 1>(xs, xd, 0)};
   const int units = static_cast<int>(cols / V);
   float acc[2][1] = {};
@@ -329,7 +332,7 @@ __global__ void __launch_bounds__(kSplitWarps * 32) mv_split_kernel(Job unbound,
     acc[i][0] = part[0][i];
     for (int w = 1; w < kSplitWarps; ++w) acc[i][0] += part[w][i];
   }
-  job.template store<1>(p, acc);
+  job.template store<1>(p, acc, token);
 }
 
 // Calls f.template operator()<T>() for the weight type t.
@@ -396,10 +399,9 @@ void matvec(const float* x, int64_t ldx, int64_t n, const MatOut* outs, int n_ou
     job.pair_begin[j + 1] = job.pair_begin[j] + ceil_div(outs[j].w.rows, 2);
   }
   const int64_t pairs = job.pair_begin[n_outs], cols = outs[0].w.cols;
-  if (n == 1 && cols <= chunk_cols<1>() && pairs < sm_count()) {
-    with_type(outs[0].w.type, [&]<GgmlType T>() {
-      mv_split_kernel<T, DenseJob><<<static_cast<unsigned>(pairs), kSplitWarps * 32, 0, s>>>(job, x, ldx, cols);
-    });
+  if (cols <= chunk_cols<1>() && pairs < sm_count()) {
+    const dim3 grid(static_cast<unsigned>(pairs), static_cast<unsigned>(n));
+    with_type(outs[0].w.type, [&]<GgmlType T>() { mv_split_kernel<T, DenseJob><<<grid, kSplitWarps * 32, 0, s>>>(job, x, ldx, cols); });
     return;
   }
   if (n == 1) launch_typed<1>(outs[0].w.type, job, x, ldx, 1, cols, pairs, 1, s);

@@ -73,8 +73,9 @@ void attention(const float* q, int64_t layer, const AttentionParams& p, const St
                cudaStream_t s);
 
 // Products with weights. matvec.cu: few rows, every output of one call sharing the input and the
-// weight type and width, each row's bytes its own whatever else shares the call. gemm.cu: many rows, weights decoded to halves
-// and multiplied by cuBLAS (F32 weights as they are, through cuBLAS's f32 GEMM).
+// weight type and width, each row's sums in one order whatever else shares the call. gemm.cu: many
+// rows, weights decoded to halves and multiplied by cuBLAS (F32 weights as they are, through cuBLAS's
+// f32 GEMM).
 struct MatOut {
   DMat w;
   float* y = nullptr;

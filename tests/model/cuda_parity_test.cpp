@@ -6,7 +6,9 @@
 // recorded with. Skips without a CUDA device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -150,32 +152,55 @@ TEST_F(CudaGraphs, AForwardNeverReplaysAnothersSteps) {
 // exact products, whose sums, like the attention's splits, are each row's own: a sequence decoded
 // beside others gets the bytes it gets alone. Each prompt is prefilled alone in both runs (a step of
 // more rows takes the tensor cores, whose bytes depend on the step: docs/CUDA.md). The sequences
-// differ in length, so the shared steps hold three, two and one rows. (Contexts stay under 64 keys:
-// past them a variant with longer prompts differs on every fixture, with or without the shared
-// steps' fixes, cause not yet found; docs/CUDA.md.)
-class CudaBatching : public testing::TestWithParam<Fixture> {};
+// differ in length, so the shared steps hold three, two and one rows. Short: prompts of 4-9 tokens;
+// long: the fixture's tokens repeated, prompts of 60-100 and contexts past 64 keys, where a row's
+// keys fall into several per split. A third run alone tells a difference between runs (state left
+// by the one before) from one between shared and alone steps.
+enum class Length { Short, Long };
+
+class CudaBatching : public testing::TestWithParam<std::tuple<Fixture, Length>> {};
+
+// The first token position whose logits differ, or -1.
+int64_t first_difference(const std::vector<float>& a, const std::vector<float>& b, int64_t V) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return static_cast<int64_t>(i) / V;
+  return -1;
+}
 
 TEST_P(CudaBatching, DecodeStepsGiveEachSequenceItsBytesAlone) {
   TS_REQUIRE_CUDA();
-  const Fixture& f = GetParam();
+  const auto& [f, length] = GetParam();
   const auto be = make_backend("cuda", 2);
   const auto model = Model::load(f.gguf(), *be);
   const int64_t V = model->hp().n_vocab;
   const std::vector<int32_t> all = read_token_file(f.tokens());
   ASSERT_GE(all.size(), 30u);
-  const std::vector<std::vector<int32_t>> seqs = {all, {all.begin() + 5, all.begin() + 26}, {all.begin() + 11, all.end()}};
-  const int64_t prompt[3] = {6, 9, 4};
+  auto tokens = [&](size_t from, int times) {
+    std::vector<int32_t> t;
+    for (int r = 0; r < times; ++r) t.insert(t.end(), all.begin() + static_cast<std::ptrdiff_t>(r == 0 ? from : 0), all.end());
+    return t;
+  };
+  std::vector<std::vector<int32_t>> seqs;
+  std::vector<int64_t> prompt;
+  if (length == Length::Short) {
+    seqs = {all, {all.begin() + 5, all.begin() + 26}, tokens(11, 1)};
+    prompt = {6, 9, 4};
+  } else {
+    seqs = {tokens(0, 3), tokens(5, 2), tokens(11, 3)};
+    for (const auto& s : seqs) prompt.push_back(static_cast<int64_t>(s.size()) - (&s == &seqs[0] ? 28 : 14));
+  }
+  const int64_t max_batch = std::max<int64_t>(16, *std::max_element(prompt.begin(), prompt.end()));
   auto run = [&](bool shared) {
     std::vector<std::unique_ptr<KvCache>> kv;
     std::vector<std::vector<float>> got(3);
-    Forward fwd(*model, *be, ForwardOptions{.max_batch = 16});
+    Forward fwd(*model, *be, ForwardOptions{.max_batch = max_batch});
     for (int s = 0; s < 3; ++s) {
       kv.push_back(std::make_unique<KvCache>(*be, model->hp(), static_cast<int64_t>(seqs[s].size())));
       got[s].resize(seqs[s].size() * V);
       const SeqStep p{kv[s].get(), seqs[s].data(), prompt[s], true, got[s].data()};
       fwd.run(std::span<const SeqStep>(&p, 1));
     }
-    std::vector<int64_t> done(prompt, prompt + 3);
+    std::vector<int64_t> done(prompt);
     auto next = [&](int s) { return SeqStep{kv[s].get(), seqs[s].data() + done[s], 1, true, got[s].data() + done[s] * V}; };
     auto left = [&](int s) { return done[s] < static_cast<int64_t>(seqs[s].size()); };
     if (shared) {
@@ -198,12 +223,19 @@ TEST_P(CudaBatching, DecodeStepsGiveEachSequenceItsBytesAlone) {
     }
     return got;
   };
-  const auto alone = run(false), shared = run(true);
-  for (int s = 0; s < 3; ++s) EXPECT_TRUE(test::same_bytes(alone[s], shared[s])) << "sequence " << s;
+  const auto alone = run(false), shared = run(true), again = run(false);
+  for (int s = 0; s < 3; ++s) {
+    const int64_t d = first_difference(alone[s], shared[s], V), r = first_difference(alone[s], again[s], V);
+    EXPECT_EQ(r, -1) << "sequence " << s << ": a second run alone first differs at position " << r << " (prompt " << prompt[s] << ")";
+    EXPECT_EQ(d, -1) << "sequence " << s << ": shared steps first differ from alone at position " << d << " (prompt " << prompt[s]
+                     << ")";
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CudaBatching, testing::ValuesIn(test::model_fixtures()),
-                         [](const testing::TestParamInfo<Fixture>& p) { return test::test_name(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(Models, CudaBatching, testing::Combine(testing::ValuesIn(test::model_fixtures()), testing::Values(Length::Short, Length::Long)),
+                         [](const testing::TestParamInfo<CudaBatching::ParamType>& p) {
+                           return test::test_name(std::get<0>(p.param).name) + (std::get<1>(p.param) == Length::Short ? "_short" : "_long");
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaStreamed,
                          testing::Combine(testing::ValuesIn(test::moe_fixtures()), testing::Values(Path::Prefill, Path::Sequential)),

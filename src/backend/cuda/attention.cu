@@ -2,6 +2,7 @@
 // tiled prefill kernel (many rows of a sequence share each K/V tile), with sliding windows and
 // sinks. The cache holds halves; scores, softmax and sums are f32 in a fixed order (no atomics).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numbers>
 
@@ -137,11 +138,11 @@ __device__ __forceinline__ void stage_values(__half* stage, const __half* V, int
 // per lane for the scores and one dimension slice per lane for the values, with an online softmax
 // per q head of the group; its 4 warps are merged in order and the split's (max, sum, acc) written.
 // A tile's values are copied into shared memory while its scores are computed, so a tile costs one
-// trip to memory, not one per 4 keys (at depth 8192 that made attention a quarter of the step).
-template <int HD>
+// trip to memory, not one per 4 keys. GM: the model's q heads per kv head rounded up to a power of two.
+template <int HD, int GM>
 __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const float* q, int64_t layer, AttnDev a, StepDev st,
                                                                         float* part, int splits) {
-  constexpr int GM = max_group<HD>(), EPL = HD / 32;
+  constexpr int EPL = HD / 32;
   const int G = static_cast<int>(a.n_head / a.n_kv);
   const int64_t i = blockIdx.x, kvh = blockIdx.y;
   const int split = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -449,7 +450,18 @@ void attention(const float* q, int64_t layer, const AttentionParams& p, const St
       if (G > max_group<HD>())
         fail_text("the CUDA decode attention takes at most " + std::to_string(max_group<HD>()) + " q heads per kv head at head size " +
                   std::to_string(HD));
-      attn_decode_kernel<HD><<<grid, kDecodeWarps * 32, 0, s>>>(q, layer, a, st, scratch, splits);
+      // The group's arrays sized for the model's group (a power of two), not the largest: registers
+      // for heads a model does not have cap how many blocks fit on a multiprocessor.
+      const int gm = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(G)));
+      auto with_group = [&]<int GM>() {
+        if constexpr (GM <= max_group<HD>())
+          if (gm == GM) attn_decode_kernel<HD, GM><<<grid, kDecodeWarps * 32, 0, s>>>(q, layer, a, st, scratch, splits);
+      };
+      with_group.template operator()<1>();
+      with_group.template operator()<2>();
+      with_group.template operator()<4>();
+      with_group.template operator()<8>();
+      with_group.template operator()<16>();
     };
     with_head_dim(p.head_dim, launch);
     check_launch("attn_decode");

@@ -250,6 +250,12 @@ class Backend {
   // Starts a forward call: takes the step's ids, positions and sequences (the arrays may be reused
   // by the caller once this returns). The operations below refer to the current step.
   virtual void begin_step(const Step& s) = 0;
+  // Whether a row's results are the same bytes whatever else its step holds. Where they are not (a
+  // GPU's products on the tensor cores depend on how many rows share them), a row still gets the
+  // bytes it gets alone in a step whose sequences each bring one row (decode steps, however many
+  // sequences share them) and in a step of its own sequence's rows, chunked as they would be alone;
+  // the server's scheduler keeps to those two kinds of step on such a backend.
+  virtual bool rows_independent() const { return true; }
 
   // Operations. Shapes are checked by the caller; rows of `x` are tokens.
   virtual void embed(const Mat& table, Act out) = 0;                                   // rows of the step's ids

@@ -92,7 +92,7 @@ void add_serve_command(CLI::App& app) {
   sub->add_option("--api-key", o->api.api_key, "require 'Authorization: Bearer KEY' on the API");
   sub->add_option("--alias", o->alias, "the model name clients use (default: the file name without .gguf)");
   sub->add_option("--parallel", o->sched.parallel, "sequences generating at once")->check(CLI::Range(1, 256))->capture_default_str();
-  sub->add_option("--prefill-chunk", o->sched.prefill_chunk, "prompt tokens added to a step while other sequences decode")->check(CLI::Range(int64_t{1}, int64_t{8192}))->capture_default_str();
+  sub->add_option("--prefill-chunk", o->sched.prefill_chunk, "prompt tokens per step while other sequences decode (every prompt step on CUDA)")->check(CLI::Range(int64_t{1}, int64_t{8192}))->capture_default_str();
   sub->add_option("--max-queue", o->sched.max_queue, "requests waiting for a slot before new ones get 503")->check(CLI::Range(int64_t{0}, int64_t{1} << 20))->capture_default_str();
   sub->add_option("--max-tokens", o->max_tokens, "the most tokens one request may generate (default: the context size)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   sub->add_option("--max-body", o->api.max_body, "largest request body in bytes")->check(CLI::Range(size_t{1024}, size_t{1} << 30))->capture_default_str();

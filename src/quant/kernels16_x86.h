@@ -945,19 +945,19 @@ void matmul16(const uint8_t* W, size_t ws, int64_t rows, int64_t k, const uint8_
             y[j] = Y + (t + j) * ys + r0;
           }
           panel_tile<F, kP, kT, Codes8>(pp, k, x, x8, y, n);
-          t += kT;
+          return kT;
         };
         using std::integral_constant;
         if (two) {
-          if (left >= 4) tile(integral_constant<int, 2>{}, integral_constant<int, 4>{});
-          else if (left == 3) tile(integral_constant<int, 2>{}, integral_constant<int, 3>{});
-          else if (left == 2) tile(integral_constant<int, 2>{}, integral_constant<int, 2>{});
-          else tile(integral_constant<int, 2>{}, integral_constant<int, 1>{});
+          if (left >= 4) t += tile(integral_constant<int, 2>{}, integral_constant<int, 4>{});
+          else if (left == 3) t += tile(integral_constant<int, 2>{}, integral_constant<int, 3>{});
+          else if (left == 2) t += tile(integral_constant<int, 2>{}, integral_constant<int, 2>{});
+          else t += tile(integral_constant<int, 2>{}, integral_constant<int, 1>{});
         } else {
-          if (left >= 4) tile(integral_constant<int, 1>{}, integral_constant<int, 4>{});
-          else if (left == 3) tile(integral_constant<int, 1>{}, integral_constant<int, 3>{});
-          else if (left == 2) tile(integral_constant<int, 1>{}, integral_constant<int, 2>{});
-          else tile(integral_constant<int, 1>{}, integral_constant<int, 1>{});
+          if (left >= 4) t += tile(integral_constant<int, 1>{}, integral_constant<int, 4>{});
+          else if (left == 3) t += tile(integral_constant<int, 1>{}, integral_constant<int, 3>{});
+          else if (left == 2) t += tile(integral_constant<int, 1>{}, integral_constant<int, 2>{});
+          else t += tile(integral_constant<int, 1>{}, integral_constant<int, 1>{});
         }
       }
     }

@@ -71,6 +71,7 @@ class Sequence {
   bool done() const { return finish_ != Finish::None; }
   Finish finish() const { return finish_; }
   bool prefilling() const { return next_prompt_ < prompt_.size(); }
+  int64_t prompt_left() const { return static_cast<int64_t>(prompt_.size() - next_prompt_); }  // rows still to prefill
 
   // This sequence's part of the next forward call: the next (at most max_rows) prompt tokens, or the
   // last sampled token. Logits are requested only when the step ends the prompt or decodes.

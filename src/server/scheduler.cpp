@@ -29,6 +29,29 @@ const ForwardOptions& forward_options(const SchedulerOptions& o) {
 
 }  // namespace
 
+std::vector<int64_t> plan_step(const std::vector<int64_t>& left, int64_t max_batch, int64_t prefill_chunk, bool rows_independent,
+                               bool prefill_turn) {
+  std::vector<int64_t> rows(left.size(), 0);
+  const bool decoding = std::ranges::count(left, 0) > 0, prefilling = std::ranges::count(left, 0) < static_cast<std::ptrdiff_t>(left.size());
+  if (!rows_independent) {
+    if (decoding && (!prefilling || !prefill_turn)) {
+      for (size_t i = 0; i < left.size(); ++i) rows[i] = left[i] == 0 ? 1 : 0;
+    } else if (prefilling) {
+      const auto first = std::ranges::find_if(left, [](int64_t l) { return l > 0; }) - left.begin();
+      rows[first] = std::min({left[first], prefill_chunk, max_batch});
+    }
+    return rows;
+  }
+  int64_t used = 0;
+  for (size_t i = 0; i < left.size(); ++i)
+    if (left[i] == 0) rows[i] = 1, ++used;
+  int64_t budget = max_batch - used;
+  if (used > 0) budget = std::min(budget, prefill_chunk);
+  for (size_t i = 0; i < left.size() && budget > 0; ++i)
+    if (left[i] > 0) budget -= rows[i] = std::min(left[i], budget);
+  return rows;
+}
+
 Scheduler::Scheduler(const Model& m, Backend& be, const Tokenizer& tok, const SchedulerOptions& opt)
     : m_(m), be_(be), tok_(tok), opt_(opt), fwd_(m, be, forward_options(opt)), slots_(static_cast<size_t>(opt.parallel)) {
   thread_ = std::thread([this] { loop(); });
@@ -133,25 +156,19 @@ void Scheduler::step() {
   if (order_.empty()) return;
   const auto t0 = Clock::now();
 
-  // Every decoding sequence's next token, then prompt chunks: the whole remaining budget when nothing
-  // decodes (time to first token), at most prefill_chunk rows while streams are running.
+  std::vector<int64_t> left;
+  for (const Slot* s : order_) left.push_back(s->seq->prompt_left());
+  const std::vector<int64_t> rows = plan_step(left, opt_.forward.max_batch, opt_.prefill_chunk, be_.rows_independent(), prefill_turn_);
+  prefill_turn_ = !prefill_turn_;
+  // Decode rows first, then prompt chunks (the order of plan_step's rows within each kind).
   std::vector<SeqStep> steps;
   std::vector<Slot*> in_step;
-  int64_t rows = 0;
-  for (Slot* s : order_)
-    if (!s->seq->prefilling()) {
-      steps.push_back(s->seq->next_step(1));
-      in_step.push_back(s);
-      ++rows;
-    }
-  int64_t budget = opt_.forward.max_batch - rows;
-  if (rows > 0) budget = std::min(budget, opt_.prefill_chunk);
-  for (Slot* s : order_)
-    if (s->seq->prefilling() && budget > 0) {
-      steps.push_back(s->seq->next_step(budget));
-      in_step.push_back(s);
-      budget -= steps.back().n;
-    }
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < order_.size(); ++i)
+      if (rows[i] > 0 && (left[i] > 0) == (pass == 1)) {
+        steps.push_back(order_[i]->seq->next_step(rows[i]));
+        in_step.push_back(order_[i]);
+      }
 
   try {
     fwd_.run(steps);

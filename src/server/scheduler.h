@@ -4,7 +4,8 @@
 // requests share it, and a new prompt is prefilled in chunks between decode steps so that running
 // streams keep flowing. Up to `parallel` sequences run at once, each with its own sampler and seed;
 // since a sequence's logits are the same bytes alone or batched, a request generates the same
-// tokens whatever else runs with it.
+// tokens whatever else runs with it (on a backend whose rows' bytes depend on their step, because
+// plan_step keeps decode rows and prompt chunks in steps of their own there).
 //
 // Slots: a finished sequence stays in its slot with its KV cache, so that a later request sharing a
 // prefix with it (a conversation's next turn) only prefills the rest; a cancelled one is freed at
@@ -29,7 +30,7 @@ struct SchedulerOptions {
   int parallel = 4;           // sequences generating at once
   int64_t n_ctx = 4096;       // positions per sequence
   ForwardOptions forward;     // as `run` uses them; forward.max_batch = rows of all sequences per step
-  int64_t prefill_chunk = 256;  // prompt rows added to a step while other sequences decode
+  int64_t prefill_chunk = 256;  // prompt rows per step while other sequences decode (always, where rows depend on their step)
   int64_t max_queue = 64;     // jobs waiting for a slot; submit() refuses more
 };
 
@@ -41,6 +42,17 @@ struct SchedulerStats {
   std::atomic<int64_t> kv_bytes{0}, kv_positions{0};  // held by all KV caches; filled positions
   std::atomic<double> busy_seconds{0};                // time spent in forward calls and sampling
 };
+
+// The rows each running sequence brings to the next step, in admission order: left[i] is 0 for a
+// decoding sequence, else the prompt rows it has still to prefill. Every decoding sequence brings its
+// next token and prompts fill the rest of max_batch: all of it when nothing decodes (time to first
+// token), at most prefill_chunk rows while streams run. On a backend whose rows' bytes depend on
+// their step (Backend::rows_independent false), decode rows and prompt chunks never share a step and
+// one prompt is prefilled at a time, prefill_chunk rows per step, whatever runs beside it, so each
+// sequence gets the bytes an idle server gives it; decode steps and prefill steps then take turns
+// (prefill_turn: whose turn it is when both wait).
+std::vector<int64_t> plan_step(const std::vector<int64_t>& left, int64_t max_batch, int64_t prefill_chunk, bool rows_independent,
+                               bool prefill_turn);
 
 class Scheduler {
  public:
@@ -78,6 +90,7 @@ class Scheduler {
   std::vector<Slot> slots_;
   std::vector<Slot*> order_;  // running slots in admission order (prefill is first come, first served)
   uint64_t clock_ = 0;
+  bool prefill_turn_ = false;  // plan_step's turn, on a backend whose rows depend on their step
   SchedulerStats stats_;
 
   std::mutex mu_;

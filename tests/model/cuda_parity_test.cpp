@@ -147,11 +147,12 @@ TEST_F(CudaGraphs, AForwardNeverReplaysAnothersSteps) {
   }
 }
 
-// Decode steps of up to kMatvecMaxRows rows (the server's steps while nothing prefills) take the
-// exact products, whose sums, like the attention's splits, are each row's own: a sequence decoded
-// beside others gets the bytes it gets alone. Each prompt is prefilled alone in both runs (a step of
-// more rows takes the tensor cores, whose bytes depend on the step: docs/CUDA.md). The sequences
-// differ in length, so the shared steps hold three, two and one rows. Short: prompts of 4-9 tokens;
+// Decode steps (every sequence one row: the server's decode steps) take the exact products, whose
+// sums, like the attention's splits, are each row's own: a sequence decoded beside others gets the
+// bytes it gets alone. Each prompt is prefilled alone in both runs (a step of more rows takes the
+// tensor cores, whose bytes depend on the step: docs/CUDA.md). The sequences differ in length, so
+// the shared steps hold six rows down to one (more than kMatvecMaxRows: matvecs of up to four rows
+// at a time, the experts one (token, rank) pair at a time). Short: prompts of 4-9 tokens;
 // long: the fixture's tokens repeated, prompts of 60-100 and contexts past 64 keys, where a row's
 // keys fall into several per split. A third run alone tells a difference between runs (state left
 // by the one before) from one between shared and alone steps.
@@ -182,18 +183,19 @@ TEST_P(CudaBatching, DecodeStepsGiveEachSequenceItsBytesAlone) {
   std::vector<std::vector<int32_t>> seqs;
   std::vector<int64_t> prompt;
   if (length == Length::Short) {
-    seqs = {all, {all.begin() + 5, all.begin() + 26}, tokens(11, 1)};
-    prompt = {6, 9, 4};
+    seqs = {all, {all.begin() + 5, all.begin() + 26}, tokens(11, 1), tokens(3, 1), {all.begin() + 8, all.begin() + 24}, tokens(17, 1)};
+    prompt = {6, 9, 4, 5, 7, 3};
   } else {
-    seqs = {tokens(0, 3), tokens(5, 2), tokens(11, 3)};
+    seqs = {tokens(0, 3), tokens(5, 2), tokens(11, 3), tokens(3, 2), tokens(8, 3), tokens(17, 2)};
     for (const auto& s : seqs) prompt.push_back(static_cast<int64_t>(s.size()) - (&s == &seqs[0] ? 28 : 14));
   }
+  const int S = static_cast<int>(seqs.size());
   const int64_t max_batch = length == Length::Short ? 16 : 128;
   auto run = [&](bool shared) {
     std::vector<std::unique_ptr<KvCache>> kv;
-    std::vector<std::vector<float>> got(3);
+    std::vector<std::vector<float>> got(seqs.size());
     Forward fwd(*model, *be, ForwardOptions{.max_batch = max_batch});
-    for (int s = 0; s < 3; ++s) {
+    for (int s = 0; s < S; ++s) {
       kv.push_back(std::make_unique<KvCache>(*be, model->hp(), static_cast<int64_t>(seqs[s].size())));
       got[s].resize(seqs[s].size() * V);
       const SeqStep p{kv[s].get(), seqs[s].data(), prompt[s], true, got[s].data()};
@@ -205,7 +207,7 @@ TEST_P(CudaBatching, DecodeStepsGiveEachSequenceItsBytesAlone) {
     if (shared) {
       for (;;) {
         std::vector<SeqStep> step;
-        for (int s = 0; s < 3; ++s)
+        for (int s = 0; s < S; ++s)
           if (left(s)) {
             step.push_back(next(s));
             ++done[s];
@@ -214,7 +216,7 @@ TEST_P(CudaBatching, DecodeStepsGiveEachSequenceItsBytesAlone) {
         fwd.run(step);
       }
     } else {
-      for (int s = 0; s < 3; ++s)
+      for (int s = 0; s < S; ++s)
         for (; left(s); ++done[s]) {
           const SeqStep one = next(s);
           fwd.run(std::span<const SeqStep>(&one, 1));
@@ -223,7 +225,7 @@ TEST_P(CudaBatching, DecodeStepsGiveEachSequenceItsBytesAlone) {
     return got;
   };
   const auto alone = run(false), shared = run(true), again = run(false);
-  for (int s = 0; s < 3; ++s) {
+  for (int s = 0; s < S; ++s) {
     const int64_t d = first_difference(alone[s], shared[s], V), r = first_difference(alone[s], again[s], V);
     EXPECT_EQ(r, -1) << "sequence " << s << ": a second run alone first differs at position " << r << " (prompt " << prompt[s] << ")";
     EXPECT_EQ(d, -1) << "sequence " << s << ": shared steps first differ from alone at position " << d << " (prompt " << prompt[s]

@@ -1,6 +1,7 @@
 // The scheduler against the one-sequence path: a request's tokens are the same alone, batched with
 // others (greedy and seeded sampling), with its prompt prefilled in chunks between other sequences'
-// decode steps, and with its prefix reused from a finished slot's cache. Cancellation (while decoding
+// decode steps, and with its prefix reused from a finished slot's cache; on CUDA, whose rows' bytes
+// depend on their step, the same alone and batched through the steps plan_step makes there. Cancellation (while decoding
 // and while prefilling) ends a request within a step and frees its KV cache; a full context ends it
 // with ContextFull. The model is a tiny random-weight llama with a real 32000-token vocabulary.
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cuda/require_cuda.h"
 #include "runtime/generator.h"
 #include "server/scheduler.h"
 #include "synth/synthesize.h"
@@ -94,6 +96,26 @@ class SchedulerTest : public ::testing::Test {
     return text;
   }
 
+  // Six requests (greedy and seeded sampling) one at a time through one slot, or all at once.
+  static constexpr int kJobs = 6;
+  static std::vector<int32_t> request_prompt(int i) { return prompt(i, 10 + 7 * i); }
+  static std::vector<Outcome> serve(const Model& model, Backend& be, SchedulerOptions o, bool together, int64_t* steps = nullptr) {
+    o.parallel = together ? kJobs : 1;
+    o.n_ctx = 256;
+    Scheduler s(model, be, *tok_, o);
+    std::vector<std::shared_ptr<Job>> jobs;
+    std::vector<Outcome> out;
+    for (int i = 0; i < kJobs; ++i) {
+      jobs.push_back(job(request_prompt(i), 24, i % 2 ? 0.9f : 0.0f, 100 + i));
+      EXPECT_TRUE(s.submit(jobs.back()));
+      if (!together) out.push_back(collect(*jobs.back()));
+    }
+    if (together)
+      for (auto& j : jobs) out.push_back(collect(*j));
+    if (steps) *steps = s.stats().steps.load();
+    return out;
+  }
+
   static std::string* path_;
   static Backend* be_;
   static Model* model_;
@@ -105,37 +127,56 @@ Model* SchedulerTest::model_ = nullptr;
 Tokenizer* SchedulerTest::tok_ = nullptr;
 
 TEST_F(SchedulerTest, BatchedRequestsGenerateWhatTheyGenerateAlone) {
-  constexpr int kJobs = 6;
-  std::vector<std::vector<int32_t>> alone(kJobs);
-  {
-    SchedulerOptions o;
-    o.parallel = 1;
-    o.n_ctx = 256;
-    Scheduler s(*model_, *be_, *tok_, o);
-    for (int i = 0; i < kJobs; ++i) {
-      auto j = job(prompt(i, 10 + 7 * i), 24, i % 2 ? 0.9f : 0.0f, 100 + i);
-      ASSERT_TRUE(s.submit(j));
-      Outcome out = collect(*j);
-      EXPECT_EQ(out.result.finish, Finish::MaxTokens);
-      EXPECT_EQ(out.ids.size(), 24u);
-      EXPECT_EQ(out.text, cli_text(prompt(i, 10 + 7 * i), 24, i % 2 ? 0.9f : 0.0f, 100 + i)) << "request " << i;
-      alone[i] = out.ids;
-    }
+  const std::vector<Outcome> alone = serve(*model_, *be_, SchedulerOptions{}, false);
+  for (int i = 0; i < kJobs; ++i) {
+    EXPECT_EQ(alone[i].result.finish, Finish::MaxTokens);
+    EXPECT_EQ(alone[i].ids.size(), 24u);
+    EXPECT_EQ(alone[i].text, cli_text(request_prompt(i), 24, i % 2 ? 0.9f : 0.0f, 100 + i)) << "request " << i;
   }
   // All at once, prompts prefilled 5 rows at a time while the others decode.
   SchedulerOptions o;
-  o.parallel = kJobs;
-  o.n_ctx = 256;
   o.forward.max_batch = 32;
   o.prefill_chunk = 5;
-  Scheduler s(*model_, *be_, *tok_, o);
-  std::vector<std::shared_ptr<Job>> jobs;
+  int64_t steps = 0;
+  const std::vector<Outcome> together = serve(*model_, *be_, o, true, &steps);
+  for (int i = 0; i < kJobs; ++i) EXPECT_EQ(together[i].ids, alone[i].ids) << "request " << i;
+  EXPECT_LT(steps, kJobs * 25) << "the requests did not share forward calls";
+}
+
+// On CUDA a prompt's bytes depend on its chunks (the tensor cores' products over a chunk's rows), so
+// alone means on an idle server with the same options: prompts prefilled 5 rows at a time (2-row
+// chunks take the exact products), then decode steps of up to six rows.
+TEST_F(SchedulerTest, OnCudaBatchedRequestsGenerateWhatTheyGenerateAlone) {
+  TS_REQUIRE_CUDA();
+  const auto be = make_backend("cuda", 2);
+  const auto model = Model::load(*path_, *be);
+  SchedulerOptions o;
+  o.forward.max_batch = 32;
+  o.prefill_chunk = 5;
+  const std::vector<Outcome> alone = serve(*model, *be, o, false);
+  int64_t steps = 0;
+  const std::vector<Outcome> together = serve(*model, *be, o, true, &steps);
   for (int i = 0; i < kJobs; ++i) {
-    jobs.push_back(job(prompt(i, 10 + 7 * i), 24, i % 2 ? 0.9f : 0.0f, 100 + i));
-    ASSERT_TRUE(s.submit(jobs.back()));
+    EXPECT_EQ(alone[i].ids.size(), 24u) << "request " << i;
+    EXPECT_EQ(together[i].ids, alone[i].ids) << "request " << i;
   }
-  for (int i = 0; i < kJobs; ++i) EXPECT_EQ(collect(*jobs[i]).ids, alone[i]) << "request " << i;
-  EXPECT_LT(s.stats().steps.load(), kJobs * 25) << "the requests did not share forward calls";
+  EXPECT_LT(steps, kJobs * 25) << "the requests did not share decode steps";
+}
+
+// Decode rows and prompt chunks share steps where rows are independent; elsewhere they take turns,
+// one prompt's chunk at a time.
+TEST(PlanStep, SharesStepsOnlyWhereRowsAreIndependent) {
+  using V = std::vector<int64_t>;
+  // Two decoding, two prefilling (30 and 7 rows left); batches of 32, chunks of 5.
+  EXPECT_EQ(plan_step({0, 0, 30, 7}, 32, 5, true, false), (V{1, 1, 5, 0}));
+  EXPECT_EQ(plan_step({0, 0, 2, 7}, 32, 5, true, false), (V{1, 1, 2, 3}));
+  EXPECT_EQ(plan_step({30, 7}, 32, 5, true, false), (V{30, 2}));  // nothing decodes: the whole batch
+  EXPECT_EQ(plan_step({0, 0, 30, 7}, 32, 5, false, false), (V{1, 1, 0, 0}));
+  EXPECT_EQ(plan_step({0, 0, 30, 7}, 32, 5, false, true), (V{0, 0, 5, 0}));
+  EXPECT_EQ(plan_step({0, 0, 3, 7}, 32, 5, false, true), (V{0, 0, 3, 0}));
+  EXPECT_EQ(plan_step({30, 7}, 32, 5, false, false), (V{5, 0}));  // chunks as when other streams run
+  EXPECT_EQ(plan_step({30, 7}, 4, 5, false, true), (V{4, 0}));
+  EXPECT_EQ(plan_step({0, 0, 0}, 32, 5, false, true), (V{1, 1, 1}));
 }
 
 TEST_F(SchedulerTest, PrefixOfAFinishedRequestIsReused) {

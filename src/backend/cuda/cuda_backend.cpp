@@ -301,18 +301,26 @@ class CudaBackend final : public Backend {
     rope_tables_.clear();
   }
 
-  // Decode-sized steps (they use no cuBLAS and no host round trip) are recorded the second time
+  // Rows computed by the exact products (matvecs of up to kMatvecMaxRows rows at a time, the routed
+  // experts one (token, rank) pair at a time): those of a step of few rows, or of one whose sequences
+  // each bring one row (decode, however many sequences share it). Their sums are each row's own, so
+  // such a row gets the bytes it gets alone; the tensor cores' products over more rows do not
+  // (rows_independent).
+  bool exact_rows(int64_t n) const { return n <= gpu::kMatvecMaxRows || step_.max_seq_rows == 1; }
+  bool rows_independent() const override { return false; }
+
+  // Steps of exact rows (they use no cuBLAS and no host round trip) are recorded the second time
   // their key is seen: the first run has grown every scratch buffer the key needs, so nothing is
   // allocated while recording.
   bool replay(uint64_t key) override {
-    if (step_.n_rows > gpu::kMatvecMaxRows) return false;
+    if (!exact_rows(step_.n_rows)) return false;
     auto it = graphs_.find(key);
     if (it == graphs_.end()) return false;
     TS_CUDA(cudaGraphLaunch(it->second, stream_));
     return true;
   }
   void begin_recording(uint64_t key) override {
-    recording_ = step_.n_rows <= gpu::kMatvecMaxRows && !seen_.insert(key).second;
+    recording_ = exact_rows(step_.n_rows) && !seen_.insert(key).second;
     recording_key_ = key;
     if (recording_) TS_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   }
@@ -462,12 +470,18 @@ class CudaBackend final : public Backend {
     return d;
   }
 
-  // y = x W^T for outputs sharing the input: exact matvecs for few rows; else cuBLAS, with f32
-  // weights as they are, other weights decoded to halves and the input converted to halves once.
+  // y = x W^T for outputs sharing the input: exact matvecs for exact rows (kMatvecMaxRows at a time,
+  // each row's sums the same in any group); else cuBLAS, with f32 weights as they are, other weights
+  // decoded to halves and the input converted to halves once.
   void products(Act x, const std::vector<gpu::MatOut>& outs) {
     const GgmlType t = outs[0].w.type;
-    if (x.n <= gpu::kMatvecMaxRows) {
-      gpu::matvec(x.data, x.dim, x.n, outs.data(), static_cast<int>(outs.size()), stream_);
+    if (exact_rows(x.n)) {
+      std::vector<gpu::MatOut> group(outs);
+      for (int64_t t0 = 0; t0 < x.n; t0 += gpu::kMatvecMaxRows) {
+        for (size_t j = 0; j < outs.size(); ++j) group[j].y = outs[j].y + t0 * outs[j].ldy;
+        gpu::matvec(x.data + t0 * x.dim, x.dim, std::min(gpu::kMatvecMaxRows, x.n - t0), group.data(), static_cast<int>(group.size()),
+                    stream_);
+      }
       return;
     }
     if (!gpu::gemm_in_halves(t)) {
@@ -738,7 +752,7 @@ void CudaBackend::run_on_device(const RoutedExperts& op, Act x) {
                         static_cast<int64_t>(e.up.row_stride) != m.gate_stride ||
                         static_cast<int64_t>(e.down.row_stride) != m.down_stride))
       fail("internal error: layer {}: routed experts of mixed formats", op.layer);
-  call_.gemm = n > gpu::kMatvecMaxRows && gpu::gemm_in_halves(m.gate_type) && gpu::gemm_in_halves(m.down_type);
+  call_.gemm = !exact_rows(n) && gpu::gemm_in_halves(m.gate_type) && gpu::gemm_in_halves(m.down_type);
   if (!call_.gemm) {
     // Few tokens: every (token, rank) pair reads its expert's rows (pairs of other waves skip).
     float* act = moe_act_.get<float>(P * m.n_ff);

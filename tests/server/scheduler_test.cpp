@@ -1,9 +1,10 @@
 // The scheduler against the one-sequence path: a request's tokens are the same alone, batched with
 // others (greedy and seeded sampling), with its prompt prefilled in chunks between other sequences'
 // decode steps, and with its prefix reused from a finished slot's cache; on CUDA, whose rows' bytes
-// depend on their step, the same alone and batched through the steps plan_step makes there. Cancellation (while decoding
-// and while prefilling) ends a request within a step and frees its KV cache; a full context ends it
-// with ContextFull. The model is a tiny random-weight llama with a real 32000-token vocabulary.
+// depend on their step, the same alone and batched through the steps plan_step makes there.
+// Cancellation (while decoding and while prefilling) ends a request within a step and frees its KV
+// cache; a full context ends it with ContextFull. The model is a tiny random-weight llama with a
+// real 32000-token vocabulary.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

@@ -17,7 +17,7 @@ namespace {
 
 struct BenchOptions {
   ModelOptions model;
-  int64_t n_prompt = 512, n_gen = 128, n_depth = 0;
+  int64_t n_prompt = 512, n_gen = 128, n_depth = 0, sequences = 1;
   int reps = 5;
   bool json = false;
 };
@@ -33,14 +33,17 @@ void run_bench_command(const BenchOptions& o) {
   c.n_depth = o.n_depth;
   c.reps = o.reps;
   c.batch = o.model.batch;
+  c.sequences = o.sequences;
   // The residency options apply as in every other command; the run's shape is the bench's own.
-  LoadOptions lo = load_options(o.model, 1);
+  LoadOptions lo = load_options(o.model, o.sequences);
   lo.run.n_ctx = c.n_depth + std::max(c.n_prompt, c.n_gen);
   lo.run.batch = std::min(c.batch, std::max<int64_t>({c.n_prompt, c.n_depth, 1}));
   auto model = Model::load(path, *be, lo);
   const BenchResult r = run_bench(*model, *be, c);
-  const double read_bw = o.n_gen > 0 && cpu ? measure_read_bandwidth(threads) : 0;
-  const double tg_bw = r.tg.mean * static_cast<double>(r.decode_bytes);
+  // The weight bandwidth of decode is that of one sequence's steps (several share their weights).
+  const bool one = o.sequences == 1;
+  const double read_bw = o.n_gen > 0 && cpu && one ? measure_read_bandwidth(threads) : 0;
+  const double tg_bw = one ? r.tg.mean * static_cast<double>(r.decode_bytes) : 0;
   const std::string name = std::filesystem::path(path).filename().string();
   // A cache that moves experts: its hits and the bytes it moved, over the whole run (warm-ups too).
   const bool cached = model->hp().is_moe() && !model->experts().resident();
@@ -59,6 +62,7 @@ void run_bench_command(const BenchOptions& o) {
     j["n_prompt"] = c.n_prompt;
     j["n_gen"] = c.n_gen;
     j["n_depth"] = c.n_depth;
+    j["sequences"] = c.sequences;
     j["residency"] = residency_mode_name(model->residency().mode);
     j["reps"] = c.reps;
     if (c.n_prompt > 0) {
@@ -70,9 +74,11 @@ void run_bench_command(const BenchOptions& o) {
       j["tg"] = r.tg.mean;
       j["tg_sd"] = r.tg.sd;
       j["tg_samples"] = r.tg.samples;
-      j["decode_bytes_per_token"] = r.decode_bytes;
-      j["tg_bandwidth_gbs"] = tg_bw * 1e-9;
-      j["read_bandwidth_gbs"] = read_bw * 1e-9;
+      if (one) {
+        j["decode_bytes_per_token"] = r.decode_bytes;
+        j["tg_bandwidth_gbs"] = tg_bw * 1e-9;
+        j["read_bandwidth_gbs"] = read_bw * 1e-9;
+      }
     }
     if (cached) {
       j["expert_requests"] = es.requests;
@@ -94,14 +100,15 @@ void run_bench_command(const BenchOptions& o) {
   if (model->hp().is_moe()) std::printf("%s\n", model->residency().summary.c_str());
   std::printf("| %-13s | %20s | %19s |\n", "test", "t/s (mean ± sd)", "min .. max");
   std::printf("| ------------- | -------------------: | ------------------: |\n");
-  auto row = [&c](const char* test, int64_t n, const Spread& s) {
-    const std::string label = c.n_depth ? fmt::format("{}{}@d{}", test, n, c.n_depth) : fmt::format("{}{}", test, n);
+  auto row = [&c](const char* test, int64_t n, int64_t seqs, const Spread& s) {
+    const std::string name = seqs > 1 ? fmt::format("{}{}x{}", test, n, seqs) : fmt::format("{}{}", test, n);
+    const std::string label = c.n_depth ? fmt::format("{}@d{}", name, c.n_depth) : name;
     std::printf("| %-13s | %11.2f ± %6.2f | %8.2f .. %8.2f |\n", label.c_str(), s.mean, s.sd, s.min, s.max);
   };
-  if (c.n_prompt > 0) row("pp", c.n_prompt, r.pp);
+  if (c.n_prompt > 0) row("pp", c.n_prompt, 1, r.pp);
   if (c.n_gen > 0) {
-    row("tg", c.n_gen, r.tg);
-    if (cpu)
+    row("tg", c.n_gen, c.sequences, r.tg);
+    if (cpu && one)
       std::printf("decode reads %.1f MiB of weights per token: %.2f GB/s, %.0f%% of the %.2f GB/s measured read bandwidth\n",
                   static_cast<double>(r.decode_bytes) / (1 << 20), tg_bw * 1e-9, 100.0 * tg_bw / read_bw, read_bw * 1e-9);
   }
@@ -125,6 +132,8 @@ void add_bench_command(CLI::App& app) {
   sub->add_option("-d,--n-depth", o->n_depth, "tokens already in the KV cache before each test, as llama-bench's -d")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("-r,--repetitions", o->reps, "repetitions of each test after the warm-up")->check(CLI::Range(1, 1000));
+  sub->add_option("--sequences", o->sequences, "sequences the tg test decodes together, one token each per step (tokens/s over all)")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   sub->callback([o] { run_bench_command(*o); });
 }

@@ -67,44 +67,72 @@ BenchResult run_bench(const Model& m, Backend& be, const BenchConfig& c) {
   if (c.reps < 1) fail("the number of repetitions must be positive");
   if (c.n_prompt < 0 || c.n_gen < 0 || c.n_depth < 0) fail("-p, -n and -d must not be negative");
   if (c.n_prompt + c.n_gen == 0) fail("nothing to measure: -p and -n are both 0");
+  if (c.sequences < 1) fail("the number of sequences must be positive");
   const HParams& h = m.hp();
-  KvCache kv(be, h, std::max<int64_t>(1, c.n_depth + std::max(c.n_prompt, c.n_gen)));
+  const int64_t S = c.n_gen > 0 ? c.sequences : 1;
+  std::vector<std::unique_ptr<KvCache>> kv;  // kv[0] also takes the pp test
+  for (int64_t s = 0; s < S; ++s)
+    kv.push_back(std::make_unique<KvCache>(be, h, std::max<int64_t>(1, c.n_depth + (s == 0 ? std::max(c.n_prompt, c.n_gen) : c.n_gen))));
   ForwardOptions fo;
-  fo.max_batch = std::max<int64_t>(1, std::min(c.batch, std::max<int64_t>(std::max(c.n_prompt, c.n_depth), 1)));
+  fo.max_batch = std::max<int64_t>(S, std::min(c.batch, std::max<int64_t>(std::max(c.n_prompt, c.n_depth), 1)));
   Forward fwd(m, be, fo);
-  std::vector<float> logits(static_cast<size_t>(h.n_vocab));
+  std::vector<float> logits(static_cast<size_t>(S * h.n_vocab));
   BenchResult r;
 
-  auto feed = [&](const std::vector<int32_t>& ids, int64_t chunk) {
+  auto feed = [&](KvCache& cache, const std::vector<int32_t>& ids, int64_t chunk) {
     for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(chunk)) {
       const int64_t n = std::min<int64_t>(chunk, static_cast<int64_t>(ids.size() - i));
-      fwd.run(kv, ids.data() + i, n, false, logits.data());
+      fwd.run(cache, ids.data() + i, n, false, logits.data());
     }
   };
-  // Each test starts right after the depth's tokens: the cache's first n_depth positions are written
-  // once, and every test overwrites only what lies past them.
-  auto timed = [&](const std::vector<int32_t>& ids, int64_t chunk) {
-    kv.n_past = c.n_depth;
+  // Each test starts right after the depth's tokens: the caches' first n_depth positions are written
+  // once, and every test overwrites only what lies past them. tg decodes sequence s's ids[s]; `fed`
+  // counts the tokens a test put into the caches.
+  int64_t fed = 0;
+  auto timed = [&](const std::vector<std::vector<int32_t>>& ids, int64_t chunk) {
+    for (auto& k : kv) k->n_past = c.n_depth;
     const double t0 = now();
-    feed(ids, chunk);
+    if (ids.size() == 1) {
+      feed(*kv[0], ids[0], chunk);
+    } else {
+      std::vector<SeqStep> step(ids.size());
+      for (size_t i = 0; i < ids[0].size(); ++i) {
+        for (size_t s = 0; s < ids.size(); ++s) step[s] = SeqStep{kv[s].get(), ids[s].data() + i, 1, false, logits.data() + s * h.n_vocab};
+        fwd.run(step);
+      }
+    }
     const double t = now() - t0;
-    r.positions = std::max(r.positions, kv.n_past);
+    fed = 0;
+    for (auto& k : kv) {
+      r.positions = std::max(r.positions, k->n_past);
+      fed += k->n_past - c.n_depth;
+    }
     return t;
+  };
+  auto tg_ids = [&](int64_t n, uint64_t seed) {
+    std::vector<std::vector<int32_t>> ids;
+    for (int64_t s = 0; s < S; ++s) ids.push_back(token_ids(n, h.n_vocab, seed + 1000 * static_cast<uint64_t>(s)));
+    return ids;
   };
 
   r.decode_bytes = decode_weight_bytes(m);
-  if (c.n_depth > 0) {
-    kv.n_past = 0;
-    feed(token_ids(c.n_depth, h.n_vocab, 97), fo.max_batch);
-  }
+  if (c.n_depth > 0)
+    for (auto& k : kv) {
+      k->n_past = 0;
+      feed(*k, token_ids(c.n_depth, h.n_vocab, 97), fo.max_batch);
+    }
   std::vector<double> pp, tg;
   // Warm-up: touches every weight page and sizes every buffer before anything is timed.
-  if (c.n_prompt > 0) timed(token_ids(std::min<int64_t>(c.n_prompt, fo.max_batch), h.n_vocab, 99), fo.max_batch);
-  if (c.n_gen > 0) timed(token_ids(std::min<int64_t>(c.n_gen, 4), h.n_vocab, 98), 1);
+  if (c.n_prompt > 0) timed({token_ids(std::min<int64_t>(c.n_prompt, fo.max_batch), h.n_vocab, 99)}, fo.max_batch);
+  if (c.n_gen > 0) timed(tg_ids(std::min<int64_t>(c.n_gen, 4), 98), 1);
   for (int rep = 0; rep < c.reps; ++rep) {
     if (c.n_prompt > 0)
-      pp.push_back(static_cast<double>(c.n_prompt) / timed(token_ids(c.n_prompt, h.n_vocab, 2 * rep), fo.max_batch));
-    if (c.n_gen > 0) tg.push_back(static_cast<double>(c.n_gen) / timed(token_ids(c.n_gen, h.n_vocab, 2 * rep + 1), 1));
+      pp.push_back(static_cast<double>(c.n_prompt) / timed({token_ids(c.n_prompt, h.n_vocab, 2 * rep)}, fo.max_batch));
+    if (c.n_gen > 0) {
+      const double t = timed(tg_ids(c.n_gen, 2 * rep + 1), 1);
+      tg.push_back(static_cast<double>(fed) / t);
+      r.tg_tokens = fed;
+    }
   }
   r.pp = spread(std::move(pp));
   r.tg = spread(std::move(tg));

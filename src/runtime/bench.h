@@ -1,8 +1,10 @@
 // Throughput measurement in the style of llama-bench: prompt processing (pp: a prompt of n_prompt
 // tokens prefilled in --batch chunks, logits of the last token only) and text generation (tg: n_gen
 // tokens decoded one at a time), each repeated after a warm-up, from an empty cache or after a prompt
-// of n_depth tokens already in it (llama-bench's -d). Token ids are pseudo-random, as llama-bench's;
-// neither the depth's prefill nor sampling is timed.
+// of n_depth tokens already in it (llama-bench's -d). With several sequences, tg decodes that many
+// at once, one row each per step, each in its own cache (a server's decode steps, as
+// llama-batched-bench's S_TG), and counts the tokens of all of them. Token ids are pseudo-random, as
+// llama-bench's; neither the depth's prefill nor sampling is timed.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -18,6 +20,7 @@ struct BenchConfig {
   int64_t n_depth = 0;     // tokens in the KV cache before each test
   int reps = 5;
   int64_t batch = 512;     // prefill chunk (tokens per forward call)
+  int64_t sequences = 1;   // tg: sequences decoded together
 };
 
 struct Spread {
@@ -30,6 +33,7 @@ struct BenchResult {
   Spread pp, tg;                 // tokens per second
   uint64_t decode_bytes = 0;     // weight bytes one decode step reads
   int64_t positions = 0;         // the most KV cache positions a test filled (depth included)
+  int64_t tg_tokens = 0;         // tokens one tg repetition put into the caches, all sequences
 };
 
 BenchResult run_bench(const Model& m, Backend& be, const BenchConfig& c);

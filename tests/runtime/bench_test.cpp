@@ -59,6 +59,18 @@ TEST(Bench, TestsAtDepthStartAfterTheDepthsTokens) {
   EXPECT_EQ(r.pp.samples.size(), 2u);
   EXPECT_EQ(r.tg.samples.size(), 2u);
   EXPECT_EQ(r.positions, 48);  // every test ran past the 40 positions, none past 40 + 8
+  // Three sequences decoded together, each in its own cache after the depth.
+  c.n_prompt = 0;
+  c.n_gen = 6;
+  c.sequences = 3;
+  const BenchResult s = run_bench(*model, *be, c);
+  EXPECT_EQ(s.tg.samples.size(), 2u);
+  EXPECT_GT(s.tg.min, 0);
+  EXPECT_EQ(s.positions, 46);
+  EXPECT_EQ(s.tg_tokens, 18);
+  c.sequences = 0;
+  EXPECT_THROW(run_bench(*model, *be, c), Error);
+  c.sequences = 1;
   c.n_depth = -1;
   EXPECT_THROW(run_bench(*model, *be, c), Error);
 }
@@ -90,6 +102,13 @@ TEST(BenchCli, PrintsJsonForScriptsAndRejectsEmptyRuns) {
   EXPECT_EQ(jd["n_depth"].get<int>(), 20);
   EXPECT_EQ(jd["residency"].get<std::string>(), "streamed");
   EXPECT_GT(jd["tg"].get<double>(), 0);
+  EXPECT_EQ(jd["sequences"].get<int>(), 1);
+  EXPECT_TRUE(jd.contains("tg_bandwidth_gbs"));
+  // Sequences decoded together: their tokens/s, and no one-sequence bandwidth figure.
+  const test::CliRun s = test::run_cli({"bench", "-m", model, "-p", "0", "-n", "3", "-r", "1", "--sequences", "3"});
+  ASSERT_TRUE(s.exited && s.code == 0) << s.err;
+  EXPECT_NE(s.out.find("| tg3x3 "), std::string::npos) << s.out;
+  EXPECT_EQ(s.out.find("decode reads"), std::string::npos) << s.out;
   const test::CliRun bad = test::run_cli({"bench", "-m", model, "-p", "0", "-n", "0"});
   EXPECT_TRUE(bad.exited);
   EXPECT_EQ(bad.code, 1);

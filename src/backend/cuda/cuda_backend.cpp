@@ -476,11 +476,13 @@ class CudaBackend final : public Backend {
   void products(Act x, const std::vector<gpu::MatOut>& outs) {
     const GgmlType t = outs[0].w.type;
     if (exact_rows(x.n)) {
-      std::vector<gpu::MatOut> group(outs);
+      gpu::MatOut group[gpu::kMaxOuts];  // matmul_shared groups at most kMaxOuts outputs
       for (int64_t t0 = 0; t0 < x.n; t0 += gpu::kMatvecMaxRows) {
-        for (size_t j = 0; j < outs.size(); ++j) group[j].y = outs[j].y + t0 * outs[j].ldy;
-        gpu::matvec(x.data + t0 * x.dim, x.dim, std::min(gpu::kMatvecMaxRows, x.n - t0), group.data(), static_cast<int>(group.size()),
-                    stream_);
+        for (size_t j = 0; j < outs.size(); ++j) {
+          group[j] = outs[j];
+          group[j].y = outs[j].y + t0 * outs[j].ldy;
+        }
+        gpu::matvec(x.data + t0 * x.dim, x.dim, std::min(gpu::kMatvecMaxRows, x.n - t0), group, static_cast<int>(outs.size()), stream_);
       }
       return;
     }

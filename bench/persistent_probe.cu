@@ -1,0 +1,461 @@
+// Probe (built on request, not by the suite): does one persistent launch per decode step, whose
+// blocks wait on counters and issue their first weight loads before waiting, stream a step's
+// dependent products faster than separate launches replayed from a CUDA graph? A synthetic step
+// shaped like the 20b's: 24 layers of (norm, rotation, attention, attention combine, norm, expert
+// combine: one block each) and four int8 products of 2880 columns whose bytes are the 20b's (q/k/v
+// 15.7 MB, output projection 12.5, gate/up 35.5, down 17.6), then a norm and the 615 MB head. Every
+// row is one warp's exact integer sum, so every variant must give the same bytes; the probe checks.
+// Run: persistent_probe [layers = 24] [steps timed = 20]. Results: docs/CUDA.md, "A persistent
+// decode step, probed".
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <vector>
+
+#define CK(x)                                                                                   \
+  do {                                                                                          \
+    cudaError_t e_ = (x);                                                                       \
+    if (e_ != cudaSuccess) {                                                                    \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
+      exit(1);                                                                                  \
+    }                                                                                           \
+  } while (0)
+
+constexpr int kCols = 2880, kUnits = kCols / 16, kThreads = 128, kWarps = kThreads / 32;
+
+struct Op {
+  const uint4* w;  // rows x kUnits (products); null for a one-block op
+  int rows;        // products: rows; one-block ops: 0
+  const float* x;  // input (>= kCols values)
+  float* y;        // output
+  int dep;         // the op whose output x is, or -1
+};
+
+__device__ __forceinline__ int warp_sum(int v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ void dot(const uint4& w, const int* xw, int& a) {
+  a = __dp4a(static_cast<int>(w.x), xw[0], a);
+  a = __dp4a(static_cast<int>(w.y), xw[1], a);
+  a = __dp4a(static_cast<int>(w.z), xw[2], a);
+  a = __dp4a(static_cast<int>(w.w), xw[3], a);
+  // the second byte of a 16-bit activation, as the real products do
+  a = __dp4a(static_cast<int>(w.x), xw[0] ^ 0x01010101, a);
+  a = __dp4a(static_cast<int>(w.y), xw[1] ^ 0x01010101, a);
+  a = __dp4a(static_cast<int>(w.z), xw[2] ^ 0x01010101, a);
+  a = __dp4a(static_cast<int>(w.w), xw[3] ^ 0x01010101, a);
+}
+
+// A warp's trip: units ul and ul + 32 of rows 2p and 2p + 1.
+__device__ __forceinline__ void load_trip(const Op& op, int p, int ul, uint4 (&t)[4]) {
+  const uint4* r0 = op.w + static_cast<size_t>(2 * p) * kUnits;
+  const bool two = 2 * p + 1 < op.rows;
+  t[0] = r0[ul];
+  t[1] = two ? r0[kUnits + ul] : make_uint4(0, 0, 0, 0);
+  const bool second = ul + 32 < kUnits;
+  t[2] = second ? r0[ul + 32] : make_uint4(0, 0, 0, 0);
+  t[3] = second && two ? r0[kUnits + ul + 32] : make_uint4(0, 0, 0, 0);
+}
+
+__device__ void stage(const float* x, int8_t* xs) {
+  __syncthreads();
+  for (int i = threadIdx.x; i < kCols; i += blockDim.x) {
+    const int q = __float2int_rn(__ldcg(x + i) * 100.0f);
+    xs[i] = static_cast<int8_t>(max(-127, min(127, q)));
+  }
+  __syncthreads();
+}
+
+// Block blk of G takes row pairs (round * G + blk) * kWarps + warp; pre holds its first trip if
+// issued before the wait.
+template <bool Pre>
+__device__ void product_body(const Op& op, int blk, int G, int8_t* xs, const uint4 (&pre)[4]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int pairs = (op.rows + 1) / 2, per_round = G * kWarps, rounds = (pairs + per_round - 1) / per_round;
+  const int* xw = reinterpret_cast<const int*>(xs);
+  for (int round = 0; round < rounds; ++round) {
+    const int p = (round * G + blk) * kWarps + warp;
+    if (p >= pairs) continue;
+    int a0 = 0, a1 = 0;
+    for (int ul = lane; ul < kUnits; ul += 64) {
+      uint4 t[4];
+      if (Pre && round == 0 && ul == lane) {
+        for (int i = 0; i < 4; ++i) t[i] = pre[i];
+      } else {
+        load_trip(op, p, ul, t);
+      }
+      dot(t[0], xw + 4 * ul, a0);
+      dot(t[1], xw + 4 * ul, a1);
+      if (ul + 32 < kUnits) {
+        dot(t[2], xw + 4 * (ul + 32), a0);
+        dot(t[3], xw + 4 * (ul + 32), a1);
+      }
+    }
+    a0 = warp_sum(a0);
+    a1 = warp_sum(a1);
+    if (lane == 0) {
+      op.y[2 * p] = a0 * 1e-5f;
+      if (2 * p + 1 < op.rows) op.y[2 * p + 1] = a1 * 1e-5f;
+    }
+  }
+}
+
+// One block: y = x / rms(x) (the norms and the step's other one-block work).
+__device__ void small_body(const Op& op) {
+  __shared__ float part[kWarps];
+  constexpr int J = (kCols + kThreads - 1) / kThreads;
+  float v[J];
+  float ss = 0;
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const int i = threadIdx.x + j * kThreads;
+    v[j] = i < kCols ? __ldcg(op.x + i) : 0.0f;
+    ss += v[j] * v[j];
+  }
+  for (int o = 16; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = ss;
+  __syncthreads();
+  float t = 0;
+  for (int w = 0; w < kWarps; ++w) t += part[w];
+  const float s = rsqrtf(t / kCols + 1e-6f) * 0.5f;
+#pragma unroll
+  for (int j = 0; j < J; ++j)
+    if (threadIdx.x + j * kThreads < kCols) op.y[threadIdx.x + j * kThreads] = v[j] * s;
+}
+
+// Variant A: one launch per op.
+__global__ void __launch_bounds__(kThreads) product_kernel(Op op) {
+  __shared__ int8_t xs[kCols];
+  const uint4 none[4] = {};
+  stage(op.x, xs);
+  product_body<false>(op, blockIdx.x, gridDim.x, xs, none);
+}
+__global__ void __launch_bounds__(kThreads) small_kernel(Op op) { small_body(op); }
+
+// Variant B: one launch per step. done[j] counts op j's finished blocks over all steps: a product
+// is done for step s at G * s, a one-block op at s.
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// The block waits until op's input is complete for this step: a product is done at G * step
+// finished blocks, a one-block op at step.
+__device__ void wait_for(const Op* ops, const Op& op, const unsigned* done, unsigned step) {
+  if (op.dep < 0) return;
+  const unsigned target = (ops[op.dep].w ? gridDim.x : 1u) * step;
+  if (threadIdx.x == 0)
+    while (ld_acquire(done + op.dep) < target) __nanosleep(20);
+  __syncthreads();
+}
+// After the block's part of op j: its writes, then the count.
+__device__ void signal_done(unsigned* done, int j) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(done + j, 1u);
+  }
+}
+
+template <bool Pre, bool Wait>
+__global__ void __launch_bounds__(kThreads, 8) persistent_kernel(const Op* ops, int n_ops, unsigned* done, unsigned step) {
+  __shared__ int8_t xs[kCols];
+  const int G = gridDim.x, blk = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int j = 0; j < n_ops; ++j) {
+    const Op op = ops[j];
+    const bool product = op.w != nullptr;
+    if (!product && j % G != blk) continue;  // one-block ops are spread over the blocks
+    uint4 pre[4] = {};
+    if (Pre && product) {
+      const int p = blk * kWarps + warp;
+      if (p < (op.rows + 1) / 2) load_trip(op, p, lane, pre);
+    }
+    if (Wait) wait_for(ops, op, done, step);
+    if (product) {
+      stage(op.x, xs);
+      product_body<Pre>(op, blk, G, xs, pre);
+    } else {
+      small_body(op);
+    }
+    signal_done(done, j);
+  }
+}
+
+
+// Variant E: persistent, and each warp's row pair of the block's next chunk (op, round) copied into
+// shared memory by cp.async while the current chunk is computed (two buffers), so a block's next
+// weights are in flight across op boundaries and waits without holding registers.
+constexpr int kPairBytes = 2 * kCols, kChunkBytes = kWarps * kPairBytes;
+__device__ __forceinline__ void cp16(void* smem, const void* g) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(g) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ bool has_chunk(const Op& op, int r, int blk, int G) {
+  return op.w && (r * G + blk) * kWarps < (op.rows + 1) / 2;
+}
+// The block's next product chunk after (j, r), or j = -1.
+__device__ void advance(const Op* ops, int n_ops, int blk, int G, int& j, int& r) {
+  if (j < 0) return;
+  ++r;
+  for (; j < n_ops; ++j, r = 0)
+    if (has_chunk(ops[j], r, blk, G)) return;
+  j = -1;
+}
+__device__ void issue_chunk(const Op* ops, int j, int r, int blk, int G, uint8_t* buf) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (j >= 0) {
+    const Op& op = ops[j];
+    const int p = (r * G + blk) * kWarps + warp;
+    if (p < (op.rows + 1) / 2) {
+      const uint4* src = op.w + static_cast<size_t>(2 * p) * kUnits;
+      const int units = (2 * p + 1 < op.rows ? 2 : 1) * kUnits;
+      uint4* dst = reinterpret_cast<uint4*>(buf + warp * kPairBytes);
+      for (int u = lane; u < units; u += 32) cp16(dst + u, src + u);
+    }
+  }
+  cp_commit();  // every thread commits one group per chunk, empty or not, so the counts line up
+}
+__device__ void compute_chunk(const Op& op, int r, int blk, int G, const uint8_t* buf, const int8_t* xs) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int p = (r * G + blk) * kWarps + warp;
+  if (p >= (op.rows + 1) / 2) return;
+  const uint4* w = reinterpret_cast<const uint4*>(buf + warp * kPairBytes);
+  const int* xw = reinterpret_cast<const int*>(xs);
+  const bool two = 2 * p + 1 < op.rows;
+  int a0 = 0, a1 = 0;
+  for (int ul = lane; ul < kUnits; ul += 32) {
+    dot(w[ul], xw + 4 * ul, a0);
+    if (two) dot(w[kUnits + ul], xw + 4 * ul, a1);
+  }
+  a0 = warp_sum(a0);
+  a1 = warp_sum(a1);
+  if (lane == 0) {
+    op.y[2 * p] = a0 * 1e-5f;
+    if (two) op.y[2 * p + 1] = a1 * 1e-5f;
+  }
+}
+template <bool Wait>
+__global__ void __launch_bounds__(kThreads) pipe_kernel(const Op* ops, int n_ops, unsigned* done, unsigned step) {
+  extern __shared__ uint4 dyn[];
+  uint8_t* bufs = reinterpret_cast<uint8_t*>(dyn);
+  __shared__ int8_t xs[kCols];
+  const int G = gridDim.x, blk = blockIdx.x;
+  int nj = 0, nr = -1;
+  advance(ops, n_ops, blk, G, nj, nr);
+  issue_chunk(ops, nj, nr, blk, G, bufs);
+  int cur = 0;
+  for (int j = 0; j < n_ops; ++j) {
+    const Op op = ops[j];
+    const bool product = op.w != nullptr;
+    if (!product && j % G != blk) continue;
+    if (Wait) wait_for(ops, op, done, step);
+    if (product) {
+      stage(op.x, xs);
+      for (int r = 0; has_chunk(op, r, blk, G); ++r) {
+        advance(ops, n_ops, blk, G, nj, nr);  // the chunk after (j, r)
+        issue_chunk(ops, nj, nr, blk, G, bufs + (cur ^ 1) * kChunkBytes);
+        cp_wait<1>();
+        __syncwarp();
+        compute_chunk(op, r, blk, G, bufs + cur * kChunkBytes, xs);
+        __syncwarp();
+        cur ^= 1;
+      }
+    } else {
+      small_body(op);
+    }
+    signal_done(done, j);
+  }
+  cp_wait<0>();
+}
+
+__global__ void fill_kernel(uint4* w, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
+    auto next = [&]() {
+      h ^= h << 13;
+      h ^= h >> 17;
+      h ^= h << 5;
+      return h;
+    };
+    w[i] = make_uint4(next(), next(), next(), next());
+  }
+}
+
+int main(int argc, char** argv) {
+  const int layers = argc > 1 ? atoi(argv[1]) : 24, reps = argc > 2 ? atoi(argv[2]) : 20;
+  const int prod_rows[4] = {15700000 / kCols, 12500000 / kCols, 35500000 / kCols, 17600000 / kCols};
+  const int head_rows = 615000000 / kCols;
+  // ops and buffers
+  std::vector<Op> ops;
+  std::vector<float*> bufs;
+  auto buf = [&](size_t n) {
+    float* p;
+    CK(cudaMalloc(&p, n * sizeof(float)));
+    CK(cudaMemset(p, 0, n * sizeof(float)));
+    bufs.push_back(p);
+    return p;
+  };
+  size_t weight_bytes = 0;
+  auto wts = [&](int rows) {
+    uint4* w;
+    const size_t n = static_cast<size_t>(rows) * kUnits;
+    CK(cudaMalloc(&w, n * sizeof(uint4)));
+    fill_kernel<<<1024, 256>>>(w, n, static_cast<unsigned>(ops.size() * 7919 + 13));
+    CK(cudaGetLastError());
+    weight_bytes += n * sizeof(uint4);
+    return static_cast<const uint4*>(w);
+  };
+  float* x0 = buf(kCols);
+  {
+    std::vector<float> h(kCols);
+    for (int i = 0; i < kCols; ++i) h[i] = ((i * 37) % 101 - 50) / 50.0f;
+    CK(cudaMemcpy(x0, h.data(), kCols * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  const float* cur = x0;
+  int cur_op = -1;
+  auto small = [&]() {
+    float* y = buf(kCols);
+    ops.push_back({nullptr, 0, cur, y, cur_op});
+    cur = y;
+    cur_op = static_cast<int>(ops.size()) - 1;
+  };
+  auto prod = [&](int rows) {
+    float* y = buf(rows);
+    ops.push_back({wts(rows), rows, cur, y, cur_op});
+    cur = y;
+    cur_op = static_cast<int>(ops.size()) - 1;
+  };
+  for (int l = 0; l < layers; ++l) {
+    small();  // norm
+    prod(prod_rows[0]);
+    small();  // rotation
+    small();  // attention
+    small();  // attention combine
+    prod(prod_rows[1]);
+    small();  // norm
+    prod(prod_rows[2]);
+    prod(prod_rows[3]);
+    small();  // expert combine
+  }
+  small();
+  prod(head_rows);
+  float* out = const_cast<float*>(cur);
+  const int n_ops = static_cast<int>(ops.size());
+  CK(cudaDeviceSynchronize());
+  Op* d_ops;
+  CK(cudaMalloc(&d_ops, n_ops * sizeof(Op)));
+  CK(cudaMemcpy(d_ops, ops.data(), n_ops * sizeof(Op), cudaMemcpyHostToDevice));
+  unsigned* done;
+  CK(cudaMalloc(&done, n_ops * sizeof(unsigned)));
+
+  int sms = 0, per_a = 0, per_b = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_a, product_kernel, kThreads, 0));
+  {  // every persistent variant's blocks must all be resident, or a wait could never end
+    int v1 = 0, v2 = 0, v3 = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v1, persistent_kernel<true, true>, kThreads, 0));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v2, persistent_kernel<false, true>, kThreads, 0));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v3, persistent_kernel<true, false>, kThreads, 0));
+    per_b = std::min(v1, std::min(v2, v3));
+  }
+  int per_e = 0, per_e2 = 0;
+  const int dyn = 2 * kChunkBytes;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_e, pipe_kernel<true>, kThreads, dyn));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_e2, pipe_kernel<false>, kThreads, dyn));
+  const int GE = std::min(per_e, per_e2) * sms;
+  const int GA = per_a * sms, GB = per_b * sms;
+  printf("pipelined persistent kernel: %d blocks per SM\n", GE / sms);
+  printf("%d layers, %d ops, %.3f GB of weights; %d SMs; blocks per SM: launches %d, persistent %d\n", layers, n_ops,
+         weight_bytes / 1e9, sms, per_a, per_b);
+
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  const size_t out_n = head_rows;
+  std::vector<float> ref(out_n), got(out_n);
+
+  // A: separate launches (products on grid blocks), replayed from a graph
+  auto capture = [&](int grid) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (const Op& op : ops) {
+      if (op.w) product_kernel<<<grid, kThreads, 0, s>>>(op);
+      else small_kernel<<<1, kThreads, 0, s>>>(op);
+    }
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    return ge;
+  };
+  const cudaGraphExec_t ge = capture(GA), ge2 = capture(GB);  // ge2: the persistent kernel's grid
+  auto time_a = [&](cudaGraphExec_t ge) {
+    for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(e0, s));
+    for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms / reps;
+  };
+  unsigned step = 0;
+  // A persistent kernel's step time on grid blocks with dyn bytes of dynamic shared memory.
+  auto time_p = [&](auto kernel, int grid, int dyn_bytes) {
+    CK(cudaMemsetAsync(done, 0, n_ops * sizeof(unsigned), s));
+    step = 0;
+    for (int i = 0; i < 3; ++i) kernel<<<grid, kThreads, dyn_bytes, s>>>(d_ops, n_ops, done, ++step);
+    CK(cudaGetLastError());
+    CK(cudaEventRecord(e0, s));
+    for (int i = 0; i < reps; ++i) kernel<<<grid, kThreads, dyn_bytes, s>>>(d_ops, n_ops, done, ++step);
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaGetLastError());
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms / reps;
+  };
+  auto fetch = [&](std::vector<float>& v) { CK(cudaMemcpy(v.data(), out, out_n * sizeof(float), cudaMemcpyDeviceToHost)); };
+  const double gb = weight_bytes / 1e9;
+  for (int round = 0; round < 3; ++round) {
+    const float a2 = time_a(ge2);
+    fetch(got);
+    const float a = time_a(ge);
+    fetch(ref);
+    const bool same_a2 = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
+    const float b = time_p(persistent_kernel<true, true>, GB, 0);
+    fetch(got);
+    const bool same_b = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
+    const float c = time_p(persistent_kernel<false, true>, GB, 0);
+    fetch(got);
+    const bool same_c = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
+    const float d = time_p(persistent_kernel<true, false>, GB, 0);
+    const float e = time_p(pipe_kernel<true>, GE, dyn);
+    fetch(got);
+    const bool same_e = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
+    const float f = time_p(pipe_kernel<false>, GE, dyn);
+    printf("round %d: persistent, next chunk copied by cp.async %.3f ms (%.0f GB/s) %s | the same, no waits (ceiling) %.3f ms (%.0f GB/s)\n",
+           round, e, gb / e * 1e3, same_e ? "same bytes" : "BYTES DIFFER", f, gb / f * 1e3);
+    printf("round %d: launches in a graph, persistent grid %.3f ms (%.0f GB/s) %s\n", round, a2, gb / a2 * 1e3,
+           same_a2 ? "same bytes" : "BYTES DIFFER");
+    printf("round %d: launches in a graph %.3f ms (%.0f GB/s) | persistent, loads before the wait %.3f ms (%.0f GB/s) %s | "
+           "persistent, loads after %.3f ms (%.0f GB/s) %s | persistent, no waits (ceiling) %.3f ms (%.0f GB/s)\n",
+           round, a, gb / a * 1e3, b, gb / b * 1e3, same_b ? "same bytes" : "BYTES DIFFER", c, gb / c * 1e3,
+           same_c ? "same bytes" : "BYTES DIFFER", d, gb / d * 1e3);
+  }
+  return 0;
+}

@@ -63,11 +63,22 @@ __device__ __forceinline__ void load_trip(const Op& op, int p, int ul, uint4 (&t
   t[3] = second && two ? r0[kUnits + ul + 32] : make_uint4(0, 0, 0, 0);
 }
 
+// The block's input as int8, all of a thread's loads issued before any is used (one trip to L2, as
+// the backend's staging does).
+__device__ __forceinline__ int q8(float v) { return max(-127, min(127, __float2int_rn(v * 100.0f))) & 0xFF; }
 __device__ void stage(const float* x, int8_t* xs) {
+  constexpr int N4 = kCols / 4, J = (N4 + kThreads - 1) / kThreads;
   __syncthreads();
-  for (int i = threadIdx.x; i < kCols; i += blockDim.x) {
-    const int q = __float2int_rn(__ldcg(x + i) * 100.0f);
-    xs[i] = static_cast<int8_t>(max(-127, min(127, q)));
+  float4 v[J];
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const int i = threadIdx.x + j * kThreads;
+    v[j] = i < N4 ? __ldcg(reinterpret_cast<const float4*>(x) + i) : make_float4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const int i = threadIdx.x + j * kThreads;
+    if (i < N4) reinterpret_cast<int*>(xs)[i] = q8(v[j].x) | q8(v[j].y) << 8 | q8(v[j].z) << 16 | q8(v[j].w) << 24;
   }
   __syncthreads();
 }
@@ -132,7 +143,7 @@ __device__ void small_body(const Op& op) {
 
 // Variant A: one launch per op.
 __global__ void __launch_bounds__(kThreads) product_kernel(Op op) {
-  __shared__ int8_t xs[kCols];
+  __shared__ __align__(16) int8_t xs[kCols];
   const uint4 none[4] = {};
   stage(op.x, xs);
   product_body<false>(op, blockIdx.x, gridDim.x, xs, none);
@@ -167,7 +178,7 @@ __device__ void signal_done(unsigned* done, int j) {
 
 template <bool Pre, bool Wait>
 __global__ void __launch_bounds__(kThreads, 8) persistent_kernel(const Op* ops, int n_ops, unsigned* done, unsigned step) {
-  __shared__ int8_t xs[kCols];
+  __shared__ __align__(16) int8_t xs[kCols];
   const int G = gridDim.x, blk = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int j = 0; j < n_ops; ++j) {
     const Op op = ops[j];
@@ -251,7 +262,7 @@ template <bool Wait>
 __global__ void __launch_bounds__(kThreads) pipe_kernel(const Op* ops, int n_ops, unsigned* done, unsigned step) {
   extern __shared__ uint4 dyn[];
   uint8_t* bufs = reinterpret_cast<uint8_t*>(dyn);
-  __shared__ int8_t xs[kCols];
+  __shared__ __align__(16) int8_t xs[kCols];
   const int G = gridDim.x, blk = blockIdx.x;
   int nj = 0, nr = -1;
   advance(ops, n_ops, blk, G, nj, nr);

@@ -258,16 +258,17 @@ __device__ void compute_chunk(const Op& op, int r, int blk, int G, const uint8_t
     if (two) op.y[2 * p + 1] = a1 * 1e-5f;
   }
 }
-template <bool Wait>
+template <int D, bool Wait>  // D buffers: D - 1 chunks in flight while one is computed
 __global__ void __launch_bounds__(kThreads) pipe_kernel(const Op* ops, int n_ops, unsigned* done, unsigned step) {
   extern __shared__ uint4 dyn[];
   uint8_t* bufs = reinterpret_cast<uint8_t*>(dyn);
   __shared__ __align__(16) int8_t xs[kCols];
   const int G = gridDim.x, blk = blockIdx.x;
-  int nj = 0, nr = -1;
-  advance(ops, n_ops, blk, G, nj, nr);
-  issue_chunk(ops, nj, nr, blk, G, bufs);
-  int cur = 0;
+  int nj = 0, nr = -1, issued = 0, used = 0;  // the last chunk issued; chunks issued and computed
+  for (; issued < D - 1; ++issued) {
+    advance(ops, n_ops, blk, G, nj, nr);
+    issue_chunk(ops, nj, nr, blk, G, bufs + issued * kChunkBytes);
+  }
   for (int j = 0; j < n_ops; ++j) {
     const Op op = ops[j];
     const bool product = op.w != nullptr;
@@ -275,14 +276,13 @@ __global__ void __launch_bounds__(kThreads) pipe_kernel(const Op* ops, int n_ops
     if (Wait) wait_for(ops, op, done, step);
     if (product) {
       stage(op.x, xs);
-      for (int r = 0; has_chunk(op, r, blk, G); ++r) {
-        advance(ops, n_ops, blk, G, nj, nr);  // the chunk after (j, r)
-        issue_chunk(ops, nj, nr, blk, G, bufs + (cur ^ 1) * kChunkBytes);
-        cp_wait<1>();
+      for (int r = 0; has_chunk(op, r, blk, G); ++r, ++used) {
+        advance(ops, n_ops, blk, G, nj, nr);
+        issue_chunk(ops, nj, nr, blk, G, bufs + issued++ % D * kChunkBytes);
+        cp_wait<D - 1>();  // the oldest group, chunk (j, r), has landed
         __syncwarp();
-        compute_chunk(op, r, blk, G, bufs + cur * kChunkBytes, xs);
+        compute_chunk(op, r, blk, G, bufs + used % D * kChunkBytes, xs);
         __syncwarp();
-        cur ^= 1;
       }
     } else {
       small_body(op);
@@ -382,13 +382,20 @@ int main(int argc, char** argv) {
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v3, persistent_kernel<true, false>, kThreads, 0));
     per_b = std::min(v1, std::min(v2, v3));
   }
-  int per_e = 0, per_e2 = 0;
-  const int dyn = 2 * kChunkBytes;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_e, pipe_kernel<true>, kThreads, dyn));
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_e2, pipe_kernel<false>, kThreads, dyn));
-  const int GE = std::min(per_e, per_e2) * sms;
+  // The pipelined kernels' grids: as many blocks as fit with D chunk buffers each.
+  auto pipe_grid = [&](auto with_waits, auto without, int dyn_bytes) {
+    int a = 0, b = 0;
+    CK(cudaFuncSetAttribute(with_waits, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn_bytes));
+    CK(cudaFuncSetAttribute(without, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn_bytes));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, with_waits, kThreads, dyn_bytes));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, without, kThreads, dyn_bytes));
+    return std::min(a, b) * sms;
+  };
+  const int dyn2 = 2 * kChunkBytes, dyn4 = 4 * kChunkBytes;
+  const int GE2 = pipe_grid(pipe_kernel<2, true>, pipe_kernel<2, false>, dyn2);
+  const int GE4 = pipe_grid(pipe_kernel<4, true>, pipe_kernel<4, false>, dyn4);
+  printf("pipelined persistent kernels: %d blocks per SM with 2 buffers, %d with 4\n", GE2 / sms, GE4 / sms);
   const int GA = per_a * sms, GB = per_b * sms;
-  printf("pipelined persistent kernel: %d blocks per SM\n", GE / sms);
   printf("%d layers, %d ops, %.3f GB of weights; %d SMs; blocks per SM: launches %d, persistent %d\n", layers, n_ops,
          weight_bytes / 1e9, sms, per_a, per_b);
 
@@ -455,12 +462,16 @@ int main(int argc, char** argv) {
     fetch(got);
     const bool same_c = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
     const float d = time_p(persistent_kernel<true, false>, GB, 0);
-    const float e = time_p(pipe_kernel<true>, GE, dyn);
-    fetch(got);
-    const bool same_e = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
-    const float f = time_p(pipe_kernel<false>, GE, dyn);
-    printf("round %d: persistent, next chunk copied by cp.async %.3f ms (%.0f GB/s) %s | the same, no waits (ceiling) %.3f ms (%.0f GB/s)\n",
-           round, e, gb / e * 1e3, same_e ? "same bytes" : "BYTES DIFFER", f, gb / f * 1e3);
+    for (int depth : {2, 4}) {
+      const int grid = depth == 2 ? GE2 : GE4, dyn_bytes = depth == 2 ? dyn2 : dyn4;
+      const float e = depth == 2 ? time_p(pipe_kernel<2, true>, grid, dyn_bytes) : time_p(pipe_kernel<4, true>, grid, dyn_bytes);
+      fetch(got);
+      const bool same_e = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
+      const float f = depth == 2 ? time_p(pipe_kernel<2, false>, grid, dyn_bytes) : time_p(pipe_kernel<4, false>, grid, dyn_bytes);
+      printf("round %d: persistent, %d chunks copied ahead by cp.async %.3f ms (%.0f GB/s) %s | the same, no waits (ceiling) "
+             "%.3f ms (%.0f GB/s)\n",
+             round, depth - 1, e, gb / e * 1e3, same_e ? "same bytes" : "BYTES DIFFER", f, gb / f * 1e3);
+    }
     printf("round %d: launches in a graph, persistent grid %.3f ms (%.0f GB/s) %s\n", round, a2, gb / a2 * 1e3,
            same_a2 ? "same bytes" : "BYTES DIFFER");
     printf("round %d: launches in a graph %.3f ms (%.0f GB/s) | persistent, loads before the wait %.3f ms (%.0f GB/s) %s | "

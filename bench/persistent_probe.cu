@@ -150,8 +150,7 @@ __global__ void __launch_bounds__(kThreads) product_kernel(Op op) {
 }
 __global__ void __launch_bounds__(kThreads) small_kernel(Op op) { small_body(op); }
 
-// Variant B: one launch per step. done[j] counts op j's finished blocks over all steps: a product
-// is done for step s at G * s, a one-block op at s.
+// Variant B: one launch per step; done[j] counts op j's finished blocks over all steps.
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");

@@ -5,6 +5,8 @@
 // combine: one block each) and four int8 products of 2880 columns whose bytes are the 20b's (q/k/v
 // 15.7 MB, output projection 12.5, gate/up 35.5, down 17.6), then a norm and the 615 MB head. Every
 // row is one warp's exact integer sum, so every variant must give the same bytes; the probe checks.
+// Then the same without the one-block ops (each product taking the one before's output): what a
+// step whose small work were folded into its products would take.
 // Run: persistent_probe [layers = 24] [steps timed = 20]. Results: docs/CUDA.md, "A persistent
 // decode step, probed".
 #include <cuda_runtime.h>
@@ -304,72 +306,93 @@ __global__ void fill_kernel(uint4* w, size_t n, unsigned seed) {
   }
 }
 
-int main(int argc, char** argv) {
-  const int layers = argc > 1 ? atoi(argv[1]) : 24, reps = argc > 2 ? atoi(argv[2]) : 20;
-  const int prod_rows[4] = {15700000 / kCols, 12500000 / kCols, 35500000 / kCols, 17600000 / kCols};
-  const int head_rows = 615000000 / kCols;
-  // ops and buffers
+// The weights and buffers of the synthetic step, and its ops: the 20b's layers, with their one-block
+// ops or (small = false) the products alone, each taking the one before's output.
+struct Step {
   std::vector<Op> ops;
-  std::vector<float*> bufs;
-  auto buf = [&](size_t n) {
-    float* p;
-    CK(cudaMalloc(&p, n * sizeof(float)));
-    CK(cudaMemset(p, 0, n * sizeof(float)));
-    bufs.push_back(p);
-    return p;
-  };
+  const float* out = nullptr;  // the head's outputs
+  Op* d_ops = nullptr;
+  unsigned* done = nullptr;
+};
+struct Model {
+  int layers;
+  std::vector<const uint4*> weights;  // the products' weights, in step order (shared by both steps)
+  std::vector<int> rows;
   size_t weight_bytes = 0;
-  auto wts = [&](int rows) {
+  float* x0 = nullptr;
+};
+
+static float* device_buffer(size_t n) {
+  float* p;
+  CK(cudaMalloc(&p, n * sizeof(float)));
+  CK(cudaMemset(p, 0, n * sizeof(float)));
+  return p;
+}
+
+static Model make_model(int layers) {
+  const int prod_rows[4] = {15700000 / kCols, 12500000 / kCols, 35500000 / kCols, 17600000 / kCols};
+  Model m{layers};
+  for (int l = 0; l < layers; ++l) m.rows.insert(m.rows.end(), prod_rows, prod_rows + 4);
+  m.rows.push_back(615000000 / kCols);  // the head
+  for (size_t i = 0; i < m.rows.size(); ++i) {
     uint4* w;
-    const size_t n = static_cast<size_t>(rows) * kUnits;
+    const size_t n = static_cast<size_t>(m.rows[i]) * kUnits;
     CK(cudaMalloc(&w, n * sizeof(uint4)));
-    fill_kernel<<<1024, 256>>>(w, n, static_cast<unsigned>(ops.size() * 7919 + 13));
+    fill_kernel<<<1024, 256>>>(w, n, static_cast<unsigned>(i * 7919 + 13));
     CK(cudaGetLastError());
-    weight_bytes += n * sizeof(uint4);
-    return static_cast<const uint4*>(w);
-  };
-  float* x0 = buf(kCols);
-  {
-    std::vector<float> h(kCols);
-    for (int i = 0; i < kCols; ++i) h[i] = ((i * 37) % 101 - 50) / 50.0f;
-    CK(cudaMemcpy(x0, h.data(), kCols * sizeof(float), cudaMemcpyHostToDevice));
+    m.weight_bytes += n * sizeof(uint4);
+    m.weights.push_back(w);
   }
-  const float* cur = x0;
+  m.x0 = device_buffer(kCols);
+  std::vector<float> h(kCols);
+  for (int i = 0; i < kCols; ++i) h[i] = ((i * 37) % 101 - 50) / 50.0f;
+  CK(cudaMemcpy(m.x0, h.data(), kCols * sizeof(float), cudaMemcpyHostToDevice));
+  return m;
+}
+
+static Step make_step(const Model& m, bool small_ops) {
+  Step st;
+  const float* cur = m.x0;
   int cur_op = -1;
-  auto small = [&]() {
-    float* y = buf(kCols);
-    ops.push_back({nullptr, 0, cur, y, cur_op});
+  size_t next = 0;  // the next product's weights
+  auto push = [&](const uint4* w, int rows) {
+    float* y = device_buffer(w ? rows : kCols);
+    st.ops.push_back({w, w ? rows : 0, cur, y, cur_op});
     cur = y;
-    cur_op = static_cast<int>(ops.size()) - 1;
+    cur_op = static_cast<int>(st.ops.size()) - 1;
   };
-  auto prod = [&](int rows) {
-    float* y = buf(rows);
-    ops.push_back({wts(rows), rows, cur, y, cur_op});
-    cur = y;
-    cur_op = static_cast<int>(ops.size()) - 1;
+  auto small = [&] {
+    if (small_ops) push(nullptr, 0);
   };
-  for (int l = 0; l < layers; ++l) {
+  auto prod = [&] {
+    push(m.weights[next], m.rows[next]);
+    ++next;
+  };
+  for (int l = 0; l < m.layers; ++l) {
     small();  // norm
-    prod(prod_rows[0]);
+    prod();   // q, k, v
     small();  // rotation
     small();  // attention
     small();  // attention combine
-    prod(prod_rows[1]);
+    prod();   // output projection
     small();  // norm
-    prod(prod_rows[2]);
-    prod(prod_rows[3]);
+    prod();   // gate/up
+    prod();   // down
     small();  // expert combine
   }
   small();
-  prod(head_rows);
-  float* out = const_cast<float*>(cur);
-  const int n_ops = static_cast<int>(ops.size());
+  prod();  // head
+  st.out = cur;
+  CK(cudaMalloc(&st.d_ops, st.ops.size() * sizeof(Op)));
+  CK(cudaMemcpy(st.d_ops, st.ops.data(), st.ops.size() * sizeof(Op), cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&st.done, st.ops.size() * sizeof(unsigned)));
+  return st;
+}
+
+int main(int argc, char** argv) {
+  const int layers = argc > 1 ? atoi(argv[1]) : 24, reps = argc > 2 ? atoi(argv[2]) : 20;
+  const Model model = make_model(layers);
   CK(cudaDeviceSynchronize());
-  Op* d_ops;
-  CK(cudaMalloc(&d_ops, n_ops * sizeof(Op)));
-  CK(cudaMemcpy(d_ops, ops.data(), n_ops * sizeof(Op), cudaMemcpyHostToDevice));
-  unsigned* done;
-  CK(cudaMalloc(&done, n_ops * sizeof(unsigned)));
 
   int sms = 0, per_a = 0, per_b = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -393,90 +416,81 @@ int main(int argc, char** argv) {
   const int dyn2 = 2 * kChunkBytes, dyn4 = 4 * kChunkBytes;
   const int GE2 = pipe_grid(pipe_kernel<2, true>, pipe_kernel<2, false>, dyn2);
   const int GE4 = pipe_grid(pipe_kernel<4, true>, pipe_kernel<4, false>, dyn4);
-  printf("pipelined persistent kernels: %d blocks per SM with 2 buffers, %d with 4\n", GE2 / sms, GE4 / sms);
   const int GA = per_a * sms, GB = per_b * sms;
-  printf("%d layers, %d ops, %.3f GB of weights; %d SMs; blocks per SM: launches %d, persistent %d\n", layers, n_ops,
-         weight_bytes / 1e9, sms, per_a, per_b);
+  printf("%d layers, %.3f GB of weights; %d SMs; blocks per SM: launches %d, persistent %d, pipelined %d (2 buffers) and %d (4)\n",
+         layers, model.weight_bytes / 1e9, sms, per_a, per_b, GE2 / sms, GE4 / sms);
 
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
-  const size_t out_n = head_rows;
-  std::vector<float> ref(out_n), got(out_n);
+  const size_t out_n = model.rows.back();
+  const double gb = model.weight_bytes / 1e9;
+  auto elapsed = [&](auto&& one_step) {  // ms per step, after 3 untimed
+    for (int i = 0; i < 3; ++i) one_step();
+    CK(cudaEventRecord(e0, s));
+    for (int i = 0; i < reps; ++i) one_step();
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaGetLastError());
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms / reps;
+  };
 
-  // A: separate launches (products on grid blocks), replayed from a graph
-  auto capture = [&](int grid) {
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (const Op& op : ops) {
-      if (op.w) product_kernel<<<grid, kThreads, 0, s>>>(op);
-      else small_kernel<<<1, kThreads, 0, s>>>(op);
-    }
-    CK(cudaStreamEndCapture(s, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    return ge;
-  };
-  const cudaGraphExec_t ge = capture(GA), ge2 = capture(GB);  // ge2: the persistent kernel's grid
-  auto time_a = [&](cudaGraphExec_t ge) {
-    for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e0, s));
-    for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    return ms / reps;
-  };
-  unsigned step = 0;
-  // A persistent kernel's step time on grid blocks with dyn bytes of dynamic shared memory.
-  auto time_p = [&](auto kernel, int grid, int dyn_bytes) {
-    CK(cudaMemsetAsync(done, 0, n_ops * sizeof(unsigned), s));
-    step = 0;
-    for (int i = 0; i < 3; ++i) kernel<<<grid, kThreads, dyn_bytes, s>>>(d_ops, n_ops, done, ++step);
-    CK(cudaGetLastError());
-    CK(cudaEventRecord(e0, s));
-    for (int i = 0; i < reps; ++i) kernel<<<grid, kThreads, dyn_bytes, s>>>(d_ops, n_ops, done, ++step);
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaGetLastError());
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    return ms / reps;
-  };
-  auto fetch = [&](std::vector<float>& v) { CK(cudaMemcpy(v.data(), out, out_n * sizeof(float), cudaMemcpyDeviceToHost)); };
-  const double gb = weight_bytes / 1e9;
-  for (int round = 0; round < 3; ++round) {
-    const float a2 = time_a(ge2);
-    fetch(got);
-    const float a = time_a(ge);
-    fetch(ref);
-    const bool same_a2 = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
-    const float b = time_p(persistent_kernel<true, true>, GB, 0);
-    fetch(got);
-    const bool same_b = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
-    const float c = time_p(persistent_kernel<false, true>, GB, 0);
-    fetch(got);
-    const bool same_c = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
-    const float d = time_p(persistent_kernel<true, false>, GB, 0);
-    for (int depth : {2, 4}) {
-      const int grid = depth == 2 ? GE2 : GE4, dyn_bytes = depth == 2 ? dyn2 : dyn4;
-      const float e = depth == 2 ? time_p(pipe_kernel<2, true>, grid, dyn_bytes) : time_p(pipe_kernel<4, true>, grid, dyn_bytes);
+  for (bool small_ops : {true, false}) {
+    const Step st = make_step(model, small_ops);
+    const int n_ops = static_cast<int>(st.ops.size());
+    printf("-- %d ops: %s\n", n_ops, small_ops ? "products and one-block ops" : "the products alone, each taking the one before's output");
+    // A: separate launches (products on grid blocks), replayed from a graph
+    auto capture = [&](int grid) {
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+      for (const Op& op : st.ops) {
+        if (op.w) product_kernel<<<grid, kThreads, 0, s>>>(op);
+        else small_kernel<<<1, kThreads, 0, s>>>(op);
+      }
+      CK(cudaStreamEndCapture(s, &g));
+      CK(cudaGraphInstantiate(&ge, g, 0));
+      return ge;
+    };
+    const cudaGraphExec_t ga = capture(GA), gb_grid = capture(GB);
+    auto time_a = [&](cudaGraphExec_t g) { return elapsed([&] { CK(cudaGraphLaunch(g, s)); }); };
+    // A persistent kernel's step time on grid blocks with dyn_bytes of dynamic shared memory.
+    auto time_p = [&](auto kernel, int grid, int dyn_bytes) {
+      CK(cudaMemsetAsync(st.done, 0, n_ops * sizeof(unsigned), s));
+      unsigned step = 0;
+      return elapsed([&] { kernel<<<grid, kThreads, dyn_bytes, s>>>(st.d_ops, n_ops, st.done, ++step); });
+    };
+    std::vector<float> ref(out_n), got(out_n);
+    auto fetch = [&](std::vector<float>& v) { CK(cudaMemcpy(v.data(), st.out, out_n * sizeof(float), cudaMemcpyDeviceToHost)); };
+    auto same = [&] {
       fetch(got);
-      const bool same_e = memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0;
-      const float f = depth == 2 ? time_p(pipe_kernel<2, false>, grid, dyn_bytes) : time_p(pipe_kernel<4, false>, grid, dyn_bytes);
-      printf("round %d: persistent, %d chunks copied ahead by cp.async %.3f ms (%.0f GB/s) %s | the same, no waits (ceiling) "
-             "%.3f ms (%.0f GB/s)\n",
-             round, depth - 1, e, gb / e * 1e3, same_e ? "same bytes" : "BYTES DIFFER", f, gb / f * 1e3);
+      return memcmp(ref.data(), got.data(), out_n * sizeof(float)) == 0 ? "same bytes" : "BYTES DIFFER";
+    };
+    auto row = [&](int round, const char* what, float ms, const char* check) {
+      printf("round %d: %-58s %.3f ms  %5.0f GB/s  %s\n", round, what, ms, gb / ms * 1e3, check);
+    };
+    for (int round = 0; round < 3; ++round) {
+      const float a = time_a(ga);
+      fetch(ref);
+      row(round, "launches in a graph", a, "(reference)");
+      const float a2 = time_a(gb_grid);
+      row(round, "launches in a graph, the persistent kernel's grid", a2, same());
+      const float b = time_p(persistent_kernel<true, true>, GB, 0);
+      row(round, "persistent, first trip loaded before the wait", b, same());
+      const float c = time_p(persistent_kernel<false, true>, GB, 0);
+      row(round, "persistent, loads after the wait", c, same());
+      row(round, "persistent, no waits (wrong results; ceiling)", time_p(persistent_kernel<true, false>, GB, 0), "-");
+      const float e2 = time_p(pipe_kernel<2, true>, GE2, dyn2);
+      row(round, "persistent, 1 chunk copied ahead (cp.async)", e2, same());
+      row(round, "the same, no waits (ceiling)", time_p(pipe_kernel<2, false>, GE2, dyn2), "-");
+      const float e4 = time_p(pipe_kernel<4, true>, GE4, dyn4);
+      row(round, "persistent, 3 chunks copied ahead (cp.async)", e4, same());
+      row(round, "the same, no waits (ceiling)", time_p(pipe_kernel<4, false>, GE4, dyn4), "-");
     }
-    printf("round %d: launches in a graph, persistent grid %.3f ms (%.0f GB/s) %s\n", round, a2, gb / a2 * 1e3,
-           same_a2 ? "same bytes" : "BYTES DIFFER");
-    printf("round %d: launches in a graph %.3f ms (%.0f GB/s) | persistent, loads before the wait %.3f ms (%.0f GB/s) %s | "
-           "persistent, loads after %.3f ms (%.0f GB/s) %s | persistent, no waits (ceiling) %.3f ms (%.0f GB/s)\n",
-           round, a, gb / a * 1e3, b, gb / b * 1e3, same_b ? "same bytes" : "BYTES DIFFER", c, gb / c * 1e3,
-           same_c ? "same bytes" : "BYTES DIFFER", d, gb / d * 1e3);
   }
   return 0;
 }

@@ -54,6 +54,16 @@ __device__ __forceinline__ void dot(const uint4& w, const int* xw, int& a) {
   a = __dp4a(static_cast<int>(w.w), xw[3] ^ 0x01010101, a);
 }
 
+// Rows 2p and 2p + 1 from the lanes' integer sums (every lane calls it).
+__device__ __forceinline__ void store_pair(const Op& op, int p, int a0, int a1) {
+  a0 = warp_sum(a0);
+  a1 = warp_sum(a1);
+  if (threadIdx.x % 32 == 0) {
+    op.y[2 * p] = a0 * 1e-5f;
+    if (2 * p + 1 < op.rows) op.y[2 * p + 1] = a1 * 1e-5f;
+  }
+}
+
 // A warp's trip: units ul and ul + 32 of rows 2p and 2p + 1.
 __device__ __forceinline__ void load_trip(const Op& op, int p, int ul, uint4 (&t)[4]) {
   const uint4* r0 = op.w + static_cast<size_t>(2 * p) * kUnits;
@@ -110,12 +120,7 @@ __device__ void product_body(const Op& op, int blk, int G, int8_t* xs, const uin
         dot(t[3], xw + 4 * (ul + 32), a1);
       }
     }
-    a0 = warp_sum(a0);
-    a1 = warp_sum(a1);
-    if (lane == 0) {
-      op.y[2 * p] = a0 * 1e-5f;
-      if (2 * p + 1 < op.rows) op.y[2 * p + 1] = a1 * 1e-5f;
-    }
+    store_pair(op, p, a0, a1);
   }
 }
 
@@ -252,12 +257,7 @@ __device__ void compute_chunk(const Op& op, int r, int blk, int G, const uint8_t
     dot(w[ul], xw + 4 * ul, a0);
     if (two) dot(w[kUnits + ul], xw + 4 * ul, a1);
   }
-  a0 = warp_sum(a0);
-  a1 = warp_sum(a1);
-  if (lane == 0) {
-    op.y[2 * p] = a0 * 1e-5f;
-    if (two) op.y[2 * p + 1] = a1 * 1e-5f;
-  }
+  store_pair(op, p, a0, a1);
 }
 template <int D, bool Wait>  // D buffers: D - 1 chunks in flight while one is computed
 __global__ void __launch_bounds__(kThreads) pipe_kernel(const Op* ops, int n_ops, unsigned* done, unsigned step) {

@@ -69,26 +69,45 @@ __global__ void rope_angles_kernel(RopeDev r, StepDev st, float* angles) {
   }
 }
 
-// One block per row: rotate q and k in place (pairs j of every head, with the row's angles), then
-// store k and v as halves at the row's position.
+// The rotation of one step's rows: angles[row * kRopeRowFloats] holds cos then sin of the `half`
+// pairs (null: no rotation); pair j is (j, j + half) in the NeoX layout, else (2j, 2j + 1).
+struct RotateDev {
+  const float* angles = nullptr;
+  int half = 0;
+  bool neox = false;
+};
+__device__ __forceinline__ int2 pair_dims(int j, const RotateDev& r) { return r.neox ? int2{j, j + r.half} : int2{2 * j, 2 * j + 1}; }
+__device__ __forceinline__ float2 rotate_pair(float a0, float b0, const float* cs, int j, int half) {
+  const float c = cs[j], s = cs[half + j];
+  return float2{a0 * c - b0 * s, a0 * s + b0 * c};
+}
+// Dimension d of head row x after the rotation of row i (the value rope_store_kernel leaves there).
+__device__ __forceinline__ float rotated(const float* x, int d, int64_t i, const RotateDev& r) {
+  if (!r.angles || d >= 2 * r.half) return x[d];
+  const int j = r.neox ? d % r.half : d / 2;
+  const int2 ab = pair_dims(j, r);
+  const float2 v = rotate_pair(x[ab.x], x[ab.y], r.angles + i * kRopeRowFloats, j, r.half);
+  return d == ab.x ? v.x : v.y;
+}
+
+// Rows of several positions of a sequence (prefill): one block per row rotates q and k in place,
+// then stores k and v as halves at the row's position. (Decoding rotates and stores in its attention
+// kernel instead: one launch fewer per layer.)
 __global__ void __launch_bounds__(1024) rope_store_kernel(float* q, float* k, const float* v, int64_t layer, int64_t n_head, int64_t n_kv,
-                                  int64_t hd, bool neox, int half, const float* angles, StepDev st) {
+                                                          int64_t hd, RotateDev r, StepDev st) {
   const int64_t i = blockIdx.x;
   const int64_t pos = st.pos[i];
   float* qi = q + i * n_head * hd;
   float* ki = k + i * n_kv * hd;
-  if (angles) {
-    const float* cs = angles + i * kRopeRowFloats;
-    for (int idx = threadIdx.x; idx < half * (n_head + n_kv); idx += blockDim.x) {
-      const int j = idx % half;
-      const int64_t h = idx / half;
-      const float c = cs[j], s = cs[half + j];
+  if (r.angles) {
+    for (int idx = threadIdx.x; idx < r.half * (n_head + n_kv); idx += blockDim.x) {
+      const int j = idx % r.half;
+      const int64_t h = idx / r.half;
       float* x = h < n_head ? qi + h * hd : ki + (h - n_head) * hd;
-      float& a = neox ? x[j] : x[2 * j];
-      float& b = neox ? x[j + half] : x[2 * j + 1];
-      const float a0 = a, b0 = b;
-      a = a0 * c - b0 * s;
-      b = a0 * s + b0 * c;
+      const int2 ab = pair_dims(j, r);
+      const float2 rv = rotate_pair(x[ab.x], x[ab.y], r.angles + i * kRopeRowFloats, j, r.half);
+      x[ab.x] = rv.x;
+      x[ab.y] = rv.y;
     }
     __syncthreads();
   }
@@ -140,8 +159,8 @@ __device__ __forceinline__ void stage_values(__half* stage, const __half* V, int
 // A tile's values are copied into shared memory while its scores are computed, so a tile costs one
 // trip to memory, not one per 4 keys. GM: the model's q heads per kv head rounded up to a power of two.
 template <int HD, int GM>
-__global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const float* q, int64_t layer, AttnDev a, StepDev st,
-                                                                        float* part, int splits) {
+__global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const float* q, const float* k, const float* v, RotateDev r,
+                                                                        int64_t layer, AttnDev a, StepDev st, float* part, int splits) {
   constexpr int EPL = HD / 32;
   const int G = static_cast<int>(a.n_head / a.n_kv);
   const int64_t i = blockIdx.x, kvh = blockIdx.y;
@@ -152,14 +171,21 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
   __shared__ float4 ps[kDecodeWarps][GM][8];  // the tile's weights p: [warp][head][key / 4]
   __shared__ __align__(16) __half vstage[kDecodeWarps][kValueStageBytes / 2];
   constexpr int VC = value_chunk<HD>();
-  for (int e = threadIdx.x; e < G * HD; e += blockDim.x) qs[e / HD][e % HD] = q[i * a.n_head * HD + (kvh * G) * HD + e];
-  __syncthreads();
   const DevSeq& s = st.seqs[st.seq[i]];
   const int64_t pos = st.pos[i], lo = first_key(pos, a.window), n_keys = pos - lo + 1;
   const int64_t chunk = (n_keys + splits - 1) / splits;
   const int64_t k0 = lo + split * chunk, k1 = pos + 1 < k0 + chunk ? pos + 1 : k0 + chunk;
-  const __half* K = cache_at(s, layer, 0, a.n_kv, kvh, HD);
-  const __half* V = cache_at(s, layer, 1, a.n_kv, kvh, HD);
+  __half* K = cache_at(s, layer, 0, a.n_kv, kvh, HD);
+  __half* V = cache_at(s, layer, 1, a.n_kv, kvh, HD);
+  // Every split rotates the group's q heads for itself; the split holding the row's own position
+  // rotates its key and stores it and the value first (no other block reads that position this step).
+  for (int e = threadIdx.x; e < G * HD; e += blockDim.x) qs[e / HD][e % HD] = rotated(q + (i * a.n_head + kvh * G + e / HD) * HD, e % HD, i, r);
+  if (k0 <= pos && pos < k1)
+    for (int d = threadIdx.x; d < HD; d += blockDim.x) {
+      K[pos * HD + d] = __float2half_rn(rotated(k + (i * a.n_kv + kvh) * HD, d, i, r));
+      V[pos * HD + d] = __float2half_rn(v[(i * a.n_kv + kvh) * HD + d]);
+    }
+  __syncthreads();
   float m[GM], l[GM], acc[GM][EPL];
 #pragma unroll
   for (int g = 0; g < GM; ++g) {
@@ -426,21 +452,15 @@ void rope_angles(const RopeParams& rope, const StepDev& st, float* angles, cudaS
   check_launch("rope_angles");
 }
 
-void rope_store(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const StepDev& st, const float* angles,
-                cudaStream_t s) {
-  const int half = p.rope ? static_cast<int>(p.rope->n_rot / 2) : 0;
-  const bool neox = p.rope && p.rope->layout == RopeParams::Layout::NeoX;
-  rope_store_kernel<<<st.n_rows, 1024, 0, s>>>(q, k, v, layer, p.n_head, p.n_head_kv, p.head_dim, neox, half, p.rope ? angles : nullptr, st);
-  check_launch("rope_store");
-}
-
 int64_t attention_scratch_floats(const AttentionParams& p, const StepDev& st) {
   return decode_shape(st) ? static_cast<int64_t>(st.n_rows) * p.n_head * decode_splits(p) * (p.head_dim + 2) : 0;
 }
 
-void attention(const float* q, int64_t layer, const AttentionParams& p, const StepDev& st, float* scratch, float* out,
-               cudaStream_t s) {
+void attention(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const StepDev& st, const float* angles,
+               float* scratch, float* out, cudaStream_t s) {
   const AttnDev a = attn_dev(p);
+  RotateDev r;
+  if (p.rope) r = RotateDev{angles, static_cast<int>(p.rope->n_rot / 2), p.rope->layout == RopeParams::Layout::NeoX};
   const int64_t G = p.n_head / p.n_head_kv;
   if (p.n_head % p.n_head_kv != 0) fail_text("attention: the heads do not divide into the kv heads");
   if (decode_shape(st)) {
@@ -455,7 +475,7 @@ void attention(const float* q, int64_t layer, const AttentionParams& p, const St
       const int gm = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(G)));
       auto with_group = [&]<int GM>() {
         if constexpr (GM <= max_group<HD>())
-          if (gm == GM) attn_decode_kernel<HD, GM><<<grid, kDecodeWarps * 32, 0, s>>>(q, layer, a, st, scratch, splits);
+          if (gm == GM) attn_decode_kernel<HD, GM><<<grid, kDecodeWarps * 32, 0, s>>>(q, k, v, r, layer, a, st, scratch, splits);
       };
       with_group.template operator()<1>();
       with_group.template operator()<2>();
@@ -469,6 +489,8 @@ void attention(const float* q, int64_t layer, const AttentionParams& p, const St
     check_launch("attn_combine");
     return;
   }
+  rope_store_kernel<<<st.n_rows, 1024, 0, s>>>(q, k, v, layer, p.n_head, p.n_head_kv, p.head_dim, r, st);
+  check_launch("rope_store");
   const int64_t per_row = G * (p.head_dim / 32);
   if (per_row > kPrefillThreads)
     fail_text("attention: " + std::to_string(G) + " q heads per kv head at head size " + std::to_string(p.head_dim) + " exceed one block");

@@ -390,9 +390,8 @@ class CudaBackend final : public Backend {
   void add(Act dst, Act src) override { gpu::add(dst.data, src.data, dst.n * dst.dim, stream_); }
   void scale(Act x, float s) override { gpu::scale(x.data, s, x.n * x.dim, stream_); }
   void attention(int64_t layer, Act q, Act k, Act v, const AttentionParams& p, Act out) override {
-    gpu::rope_store(q.data, k.data, v.data, layer, p, step_, rope_angles(p), stream_);
     float* scratch = attn_scratch_.get<float>(gpu::attention_scratch_floats(p, step_));
-    gpu::attention(q.data, layer, p, step_, scratch, out.data, stream_);
+    gpu::attention(q.data, k.data, v.data, layer, p, step_, rope_angles(p), scratch, out.data, stream_);
   }
   void glu(Activation a, Act gate, Act up, Act out) override {
     gpu::glu(a, gate.data, up.data, out.data, gate.n * gate.dim, gate.dim, stream_);

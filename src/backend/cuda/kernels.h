@@ -60,17 +60,15 @@ void steer(float* x, int64_t n, int64_t dim, const SteerParams& p, cudaStream_t 
 void to_half(const float* x, int64_t ldx, const int32_t* rows, int64_t n, int64_t cols, __half* hi, __half* lo, cudaStream_t s);
 
 // Attention (attention.cu). rope_angles writes each row's rotation (cos, then sin, of its n_rot / 2
-// pairs) to angles[n_rows][kRopeRowFloats], once per step and RopeParams; rope_store rotates q and k
-// in place with it (when `p.rope`), then writes k and v as halves into each row's cache at its
-// position.
+// pairs) to angles[n_rows][kRopeRowFloats], once per step and RopeParams. attention rotates q and k
+// with it (when `p.rope`; q and k may be rotated in place), writes k and v as halves into each row's
+// cache at its position, and attends.
 constexpr int kRopeRowFloats = 512;  // n_rot <= 512 (a clear error otherwise)
 void rope_angles(const RopeParams& rope, const StepDev& st, float* angles, cudaStream_t s);
-void rope_store(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const StepDev& st, const float* angles,
-                cudaStream_t s);
 // Scratch for split-KV decoding: [n_rows][n_head][splits] partials of (head_dim + 2) floats.
 int64_t attention_scratch_floats(const AttentionParams& p, const StepDev& st);
-void attention(const float* q, int64_t layer, const AttentionParams& p, const StepDev& st, float* scratch, float* out,
-               cudaStream_t s);
+void attention(float* q, float* k, const float* v, int64_t layer, const AttentionParams& p, const StepDev& st, const float* angles,
+               float* scratch, float* out, cudaStream_t s);
 
 // Products with weights. matvec.cu: few rows, every output of one call sharing the input and the
 // weight type and width, each row's sums in one order whatever else shares the call. gemm.cu: many

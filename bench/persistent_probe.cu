@@ -182,14 +182,40 @@ __device__ void signal_done(unsigned* done, int j) {
   }
 }
 
-template <bool Pre, bool Wait>
+// The block's row pairs of a product's first kL2Rounds rounds, fetched into L2 by bulk prefetches
+// (no registers, no shared memory; the lanes of each warp take its rounds).
+constexpr int kL2Rounds = 4;
+__device__ void prefetch_l2(const Op& op, int blk, int G) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int pairs = (op.rows + 1) / 2;
+  if (lane >= kL2Rounds) return;
+  const int p = (lane * G + blk) * kWarps + warp;
+  if (p >= pairs) return;
+  const unsigned bytes = (2 * p + 1 < op.rows ? 2 : 1) * kCols;
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(op.w + static_cast<size_t>(2 * p) * kUnits), "r"(bytes) : "memory");
+}
+// The next product after op j, or null.
+__device__ const Op* next_product(const Op* ops, int n_ops, int j) {
+  for (++j; j < n_ops; ++j)
+    if (ops[j].w) return &ops[j];
+  return nullptr;
+}
+
+// L2: 0 none; 1 the block's rows of each product prefetched into L2 before its wait; 2 those of
+// the next product prefetched as the block starts each product (one product ahead).
+template <bool Pre, bool Wait, int L2 = 0>
 __global__ void __launch_bounds__(kThreads, 8) persistent_kernel(const Op* ops, int n_ops, unsigned* done, unsigned step) {
   __shared__ __align__(16) int8_t xs[kCols];
   const int G = gridDim.x, blk = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (L2 == 2)
+    if (const Op* first = next_product(ops, n_ops, -1)) prefetch_l2(*first, blk, G);
   for (int j = 0; j < n_ops; ++j) {
     const Op op = ops[j];
     const bool product = op.w != nullptr;
     if (!product && j % G != blk) continue;  // one-block ops are spread over the blocks
+    if (L2 == 1 && product) prefetch_l2(op, blk, G);
+    if (L2 == 2 && product)
+      if (const Op* next = next_product(ops, n_ops, j)) prefetch_l2(*next, blk, G);
     uint4 pre[4] = {};
     if (Pre && product) {
       const int p = blk * kWarps + warp;
@@ -403,6 +429,10 @@ int main(int argc, char** argv) {
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v2, persistent_kernel<false, true>, kThreads, 0));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v3, persistent_kernel<true, false>, kThreads, 0));
     per_b = std::min(v1, std::min(v2, v3));
+    for (auto k : {persistent_kernel<true, true, 1>, persistent_kernel<true, true, 2>}) {
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v1, k, kThreads, 0));
+      per_b = std::min(per_b, v1);
+    }
   }
   // The pipelined kernels' grids: as many blocks as fit with D chunk buffers each.
   auto pipe_grid = [&](auto with_waits, auto without, int dyn_bytes) {
@@ -484,6 +514,10 @@ int main(int argc, char** argv) {
       const float c = time_p(persistent_kernel<false, true>, GB, 0);
       row(round, "persistent, loads after the wait", c, same());
       row(round, "persistent, no waits (wrong results; ceiling)", time_p(persistent_kernel<true, false>, GB, 0), "-");
+      const float l1 = time_p(persistent_kernel<true, true, 1>, GB, 0);
+      row(round, "persistent, its rows prefetched to L2 before the wait", l1, same());
+      const float l2 = time_p(persistent_kernel<true, true, 2>, GB, 0);
+      row(round, "persistent, the next product's rows prefetched to L2", l2, same());
       const float e2 = time_p(pipe_kernel<2, true>, GE2, dyn2);
       row(round, "persistent, 1 chunk copied ahead (cp.async)", e2, same());
       row(round, "the same, no waits (ceiling)", time_p(pipe_kernel<2, false>, GE2, dyn2), "-");

@@ -179,7 +179,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
   __half* V = cache_at(s, layer, 1, a.n_kv, kvh, HD);
   // Every split rotates the group's q heads for itself; the split holding the row's own position
   // rotates its key and stores it and the value first (no other block reads that position this step).
-  for (int e = threadIdx.x; e < G * HD; e += blockDim.x) qs[e / HD][e % HD] = rotated(q + (i * a.n_head + kvh * G + e / HD) * HD, e % HD, i, r);
+  for (int e = threadIdx.x; e < G * HD; e += blockDim.x)
+    qs[e / HD][e % HD] = rotated(q + (i * a.n_head + kvh * G + e / HD) * HD, e % HD, i, r);
   if (k0 <= pos && pos < k1)
     for (int d = threadIdx.x; d < HD; d += blockDim.x) {
       K[pos * HD + d] = __float2half_rn(rotated(k + (i * a.n_kv + kvh) * HD, d, i, r));

@@ -214,6 +214,13 @@ __device__ ViewOf<F> view(float4* xs, float* xd, int t) {
     return QView{reinterpret_cast<const uint4*>(xs) + t * (CH / 8), xd + t * (CH / 32), staged_sums<NT>(xs) + t * (CH / 32), CH / F::kValues};
   else return XView{xs + t * (CH / 4)};
 }
+// Unit 0 of every format's view, all zeros: a product with it adds +0 or -0 to a sum, which leaves
+// the sum's bits unchanged (sums start at +0 and so never become -0).
+template <class F>
+__device__ ViewOf<F> zero_view(const uint4 (&z)[8]) {
+  if constexpr (Int8Dot<F>) return QView{z, reinterpret_cast<const float*>(z + 4), reinterpret_cast<const int2*>(z + 5), 1};
+  else return XView{reinterpret_cast<const float4*>(z)};
+}
 template <GgmlType T, int NT>
 __device__ void stage(const float* x, int64_t ldx, int n_valid, int64_t c0, int len, float4* xs, float* xd) {
   using F = Fmt<T>;
@@ -238,6 +245,9 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job unbound, const floa
   ViewOf<F> xv[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) xv[t] = view<F, NT>(xs, xd, t);
+  __shared__ uint4 zeros[8];
+  if (F::kFlat && threadIdx.x < 8) zeros[threadIdx.x] = make_uint4(0, 0, 0, 0);  // read after stage's barriers
+  const ViewOf<F> zv = zero_view<F>(zeros);
   const bool one_chunk = cols <= CH;
   if (one_chunk) stage<T, NT>(x, ldx, n_valid, 0, static_cast<int>(cols), xs, xd);
   const int64_t per_round = static_cast<int64_t>(gridDim.x) * kWarps;
@@ -254,21 +264,32 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job unbound, const floa
       if (!valid) continue;
       const int units = len / V;
       const int64_t u0 = c0 / V;
-      // Two units per lane per step: four 16-byte loads in flight before the arithmetic.
+      // Two units per lane per step, loads first. Where a load sits behind a branch, ptxas may sink
+      // it below the other row's arithmetic: two trips to memory per step where one is meant, which
+      // the Q8_0 products (q/k/v, the output projection, the head) did. Their step (F::kFlat) has
+      // nothing conditional: a missing second row reloads the first (its sums are never stored), a
+      // missing second unit reloads the first and meets the zero view, adding only zeros. Formats
+      // whose decoding dominates (MXFP4) keep the branches, which skip the tail's second units:
+      // flat, their expert products were 5-15% slower (docs/CUDA.md).
+      constexpr bool flat = F::kFlat;
+      const uint8_t* r1 = r[1] || !flat ? r[1] : r[0];
       for (int ul = lane; ul < units; ul += 64) {
-        const bool second = ul + 32 < units;
-        auto a0 = F::load(r[0], L, u0 + ul);
-        decltype(a0) b0{}, a1{}, b1{};
-        if (r[1]) b0 = F::load(r[1], L, u0 + ul);
-        if (second) {
-          a1 = F::load(r[0], L, u0 + ul + 32);
-          if (r[1]) b1 = F::load(r[1], L, u0 + ul + 32);
+        const bool second = ul + 32 < units, real = second || !flat;  // real: unit u2 is the row's
+        const int u2 = real ? ul + 32 : ul;
+        decltype(F::load(r[0], L, 0)) a0 = F::load(r[0], L, u0 + ul), b0{}, a1{}, b1{};
+        if (flat || r1) b0 = F::load(r1, L, u0 + ul);
+        if (flat || second) {
+          a1 = F::load(r[0], L, u0 + u2);
+          if (flat || r1) b1 = F::load(r1, L, u0 + u2);
         }
+        ViewOf<F> x2[NT];
+#pragma unroll
+        for (int t = 0; t < NT; ++t) x2[t] = real ? xv[t] : zv;
         F::template dot<NT>(a0, xv, ul, acc[0]);
-        if (r[1]) F::template dot<NT>(b0, xv, ul, acc[1]);
-        if (second) {
-          F::template dot<NT>(a1, xv, ul + 32, acc[0]);
-          if (r[1]) F::template dot<NT>(b1, xv, ul + 32, acc[1]);
+        if (flat || r1) F::template dot<NT>(b0, xv, ul, acc[1]);
+        if (flat || second) {
+          F::template dot<NT>(a1, x2, real ? u2 : 0, acc[0]);
+          if (flat || r1) F::template dot<NT>(b1, x2, real ? u2 : 0, acc[1]);
         }
       }
     }

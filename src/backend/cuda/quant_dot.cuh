@@ -52,7 +52,8 @@ __device__ __forceinline__ void mxfp4_bytes(uint32_t w, uint32_t& t0, uint32_t& 
 }
 
 // Per format: `Unit` holds what one lane loads for one unit, `load` fetches it (16-byte load for
-// the bulk) and `dot` adds its products with NT tokens' activations to acc[t].
+// the bulk) and `dot` adds its products with NT tokens' activations to acc[t]. kFlat: the products'
+// step loads and multiplies both units of both rows unconditionally (matvec.cu says when that pays).
 template <GgmlType T>
 struct Fmt;
 
@@ -86,6 +87,7 @@ struct Unit4 {
 template <GgmlType T, Extra E, int Off>
 struct Fmt4 {
   static constexpr int kValues = 32;
+  static constexpr bool kFlat = false;
   static constexpr bool kSums = true;
   static constexpr int qval(int b) { return b; }
   __device__ static Unit4 load(const uint8_t* row, const RowLayout& L, int64_t g) {
@@ -170,6 +172,7 @@ template <> struct Fmt<GgmlType::Q6_K> : Fmt4<GgmlType::Q6_K, Extra::Bits6, 32> 
 template <>
 struct Fmt<GgmlType::MXFP4> {
   static constexpr int kValues = 32;
+  static constexpr bool kFlat = false;
   static constexpr bool kSums = false;
   // Byte b of the unit's decoded weights (mxfp4_bytes of word b / 8) holds value qval(b).
   static constexpr int qval(int b) { return 4 * (b / 8) + (b % 8) / 2 + 16 * (b % 2); }
@@ -205,6 +208,7 @@ struct Fmt<GgmlType::MXFP4> {
 template <>
 struct Fmt<GgmlType::Q8_0> {
   static constexpr int kValues = 16;
+  static constexpr bool kFlat = true;
   static constexpr bool kSums = false;
   static constexpr int qval(int b) { return b; }
   struct Unit {
@@ -231,6 +235,7 @@ struct Fmt<GgmlType::Q8_0> {
 template <>
 struct Fmt<GgmlType::F32> {
   static constexpr int kValues = 4;
+  static constexpr bool kFlat = false;
   using Unit = float4;
   __device__ static Unit load(const uint8_t* row, const RowLayout&, int64_t u) { return __ldg(reinterpret_cast<const float4*>(row) + u); }
   template <int NT>
@@ -246,6 +251,7 @@ struct Fmt<GgmlType::F32> {
 template <GgmlType T>
 struct FmtHalf {
   static constexpr int kValues = 8;
+  static constexpr bool kFlat = false;
   using Unit = uint4;
   __device__ static Unit load(const uint8_t* row, const RowLayout&, int64_t u) { return __ldg(reinterpret_cast<const uint4*>(row) + u); }
   __device__ static float2 pair(uint32_t v) {

@@ -195,6 +195,8 @@ class Backend {
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
   virtual int threads() const = 0;
+  // Tokens per prefill forward call when the user names none (--batch).
+  virtual int64_t prefill_batch() const = 0;
 
   // Memory. Activations are reused between calls, so allocation is not on the hot path.
   virtual Act alloc(int64_t n, int64_t dim) = 0;

@@ -32,10 +32,11 @@ void run_bench_command(const BenchOptions& o) {
   c.n_gen = o.n_gen;
   c.n_depth = o.n_depth;
   c.reps = o.reps;
-  c.batch = o.model.batch;
+  // llama-bench's micro-batch (512), or the backend's prefill batch where that is larger.
+  c.batch = o.model.batch ? o.model.batch : std::max<int64_t>(512, be->prefill_batch());
   c.sequences = o.sequences;
   // The residency options apply as in every other command; the run's shape is the bench's own.
-  LoadOptions lo = load_options(o.model, o.sequences);
+  LoadOptions lo = load_options(o.model, *be, o.sequences);
   lo.run.n_ctx = c.n_depth + std::max(c.n_prompt, c.n_gen);
   lo.run.batch = std::min(c.batch, std::max<int64_t>({c.n_prompt, c.n_depth, 1}));
   auto model = Model::load(path, *be, lo);
@@ -126,7 +127,6 @@ void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   auto* sub = app.add_subcommand("bench", "measure prompt processing (pp) and generation (tg) speed, llama-bench style");
   add_model_options(sub, o->model, false);
-  o->model.batch = 512;
   sub->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens for the pp test (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("-n,--n-gen", o->n_gen, "tokens for the tg test (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("-d,--n-depth", o->n_depth, "tokens already in the KV cache before each test, as llama-bench's -d")

@@ -33,10 +33,10 @@ void run_logits(const LogitsOptions& o) {
     fail("'{}' holds {} tokens but the context is {} (--ctx): raise --ctx to at least {}", o.tokens, n, o.model.ctx, n);
   auto be = make_backend(o.model);
   ForwardOptions fo;
-  fo.max_batch = o.sequential ? 1 : std::min<int64_t>(o.model.batch, n);
+  fo.max_batch = o.sequential ? 1 : std::min<int64_t>(resolve_batch(o.model, *be), n);
   // The cache needs only the n positions teacher-forced here (the logits do not depend on its size);
   // Model::load checks that the run fits in memory before it allocates (model/memory_estimate.h).
-  LoadOptions lo = load_options(o.model, n);
+  LoadOptions lo = load_options(o.model, *be, n);
   lo.run.n_ctx = n;
   lo.run.batch = fo.max_batch;
   auto model = Model::load(resolve_model(o.model), *be, lo);

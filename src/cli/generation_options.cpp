@@ -31,7 +31,7 @@ void add_generation_options(CLI::App* sub, GenerationOptions& o) {
 LoadedModel load_for_generation(const GenerationOptions& o, int64_t sequences) {
   LoadedModel m;
   m.backend = make_backend(o.model);
-  LoadOptions lo = load_options(o.model, sequences);
+  LoadOptions lo = load_options(o.model, *m.backend, sequences);
   lo.run.n_ctx *= sequences;
   lo.run.batch = std::max(lo.run.batch, sequences);
   m.model = Model::load(resolve_model(o.model), *m.backend, lo);
@@ -58,7 +58,7 @@ Sampler make_sampler(const LoadedModel& m, const GenerationOptions& o) {
 
 ForwardOptions LoadedModel::forward_options(const GenerationOptions& o) const {
   ForwardOptions f;
-  f.max_batch = o.model.batch;
+  f.max_batch = resolve_batch(o.model, *backend);
   f.steering = steering.get();
   return f;
 }

@@ -13,7 +13,7 @@ struct ModelOptions {
   std::string model;  // empty: the default model (fetched on first use)
   int threads = 0;    // 0: all available cores
   int64_t ctx = 4096;
-  int64_t batch = 256;
+  int64_t batch = 0;  // 0: the backend's (Backend::prefill_batch)
   // Routed experts (MoE models).
   std::string residency = "auto";
   int64_t cache_mb = 0, cache_slots = 0, memory_budget_mb = 0;
@@ -38,8 +38,10 @@ int resolve_threads(int requested);
 std::string resolve_model(const ModelOptions& o);
 // The backend for --device (and --threads, --precision, --kv-type for the CPU).
 std::unique_ptr<Backend> make_backend(const ModelOptions& o);
-// How to load it: the expert residency options, and the run's shape for the auto budget.
-LoadOptions load_options(const ModelOptions& o, int64_t logit_rows);
+// --batch, or the backend's prefill batch when none is given.
+int64_t resolve_batch(const ModelOptions& o, const Backend& be);
+// How to load it on `be`: the expert residency options, and the run's shape for the auto budget.
+LoadOptions load_options(const ModelOptions& o, const Backend& be, int64_t logit_rows);
 // --kv-type: auto is f16 on the int16 and int8 paths (half the bytes attention reads at depth, and
 // still far closer to the exact result than llama.cpp; see docs/BENCHMARKS.md) and f32 on the exact
 // path, which is defined with an f32 cache.

@@ -85,13 +85,18 @@ TEST(Bench, SpreadIsMeanAndSampleDeviation) {
 
 TEST(BenchCli, PrintsJsonForScriptsAndRejectsEmptyRuns) {
   const std::string model = test::models_dir() + "/gpt-oss-mxfp4.gguf";
-  const test::CliRun r = test::run_cli({"bench", "-m", model, "-p", "12", "-n", "0", "-r", "2", "-t", "2", "--json"});
+  const test::CliRun r = test::run_cli({"bench", "-m", model, "-p", "12", "-n", "0", "-r", "2", "-t", "2", "--json", "--device", "cpu"});
   ASSERT_TRUE(r.exited && r.code == 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_GT(j["pp"].get<double>(), 0);
   EXPECT_EQ(j["pp_samples"].size(), 2u);
   EXPECT_EQ(j["threads"].get<int>(), 2);
   EXPECT_EQ(j["precision"].get<std::string>(), "int8");  // the CLI's default
+  // llama-bench's micro-batch where the backend's prefill batch (256 on the CPU) is smaller.
+  EXPECT_EQ(j["batch"].get<int>(), 512);
+  const test::CliRun b = test::run_cli({"bench", "-m", model, "-p", "12", "-n", "0", "-r", "1", "--batch", "5", "--json"});
+  ASSERT_TRUE(b.exited && b.code == 0) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(b.out)["batch"].get<int>(), 5);
   EXPECT_FALSE(j.contains("tg"));
   EXPECT_EQ(j["n_depth"].get<int>(), 0);
   // Depth and the residency options reach the run.

@@ -39,6 +39,8 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend(int n_threads, Precision precision, KvType kv_type);
   const char* name() const override { return "cpu"; }
+  // Beyond a few hundred rows the CPU's prefill is no faster, and its buffers grow with the rows.
+  int64_t prefill_batch() const override { return 256; }
   int threads() const override { return pool_.size(); }
 
   Act alloc(int64_t n, int64_t dim) override;

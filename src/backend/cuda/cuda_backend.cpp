@@ -97,6 +97,10 @@ class CudaBackend final : public Backend {
   }
 
   const char* name() const override { return "cuda"; }
+  // A prompt step decodes each used expert's weights to halves once for all of its rows, and the
+  // tensor cores want tall tiles: the 20b's pp2048 on an H100 ran at 7,548 tok/s in steps of 512
+  // rows and 12,405-16,433 in one of 2048 (docs/CUDA.md).
+  int64_t prefill_batch() const override { return 2048; }
   int threads() const override { return 1; }
 
   // --- memory ------------------------------------------------------------------------------------

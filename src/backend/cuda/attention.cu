@@ -129,6 +129,16 @@ struct AttnDev {
 };
 
 constexpr int kDecodeWarps = 4;
+
+// Keys per split of a decode row: the keys shared out over the splits, but at least one tile per
+// warp, so a short row (every row of a sliding-window layer of 128) is one split, which writes the
+// output itself (no combine), rather than many splits of a few keys each. From the row's position
+// alone, so its bytes are the input's.
+__device__ __forceinline__ int64_t split_keys(int64_t n_keys, int splits) {
+  const int64_t even = (n_keys + splits - 1) / splits;
+  return even > kDecodeWarps * 32 ? even : kDecodeWarps * 32;
+}
+
 template <int HD>
 constexpr int max_group() {
   return HD <= 64 ? 16 : (HD == 128 ? 8 : 4);
@@ -160,7 +170,8 @@ __device__ __forceinline__ void stage_values(__half* stage, const __half* V, int
 // trip to memory, not one per 4 keys. GM: the model's q heads per kv head rounded up to a power of two.
 template <int HD, int GM>
 __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const float* q, const float* k, const float* v, RotateDev r,
-                                                                        int64_t layer, AttnDev a, StepDev st, float* part, int splits) {
+                                                                        int64_t layer, AttnDev a, StepDev st, float* part, int splits,
+                                                                        float* out) {
   constexpr int EPL = HD / 32;
   const int G = static_cast<int>(a.n_head / a.n_kv);
   const int64_t i = blockIdx.x, kvh = blockIdx.y;
@@ -173,7 +184,9 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
   constexpr int VC = value_chunk<HD>();
   const DevSeq& s = st.seqs[st.seq[i]];
   const int64_t pos = st.pos[i], lo = first_key(pos, a.window), n_keys = pos - lo + 1;
-  const int64_t chunk = (n_keys + splits - 1) / splits;
+  const int64_t chunk = split_keys(n_keys, splits);
+  const bool alone = chunk >= n_keys;  // split 0 holds every key and writes the output
+  if (alone && split > 0) return;
   const int64_t k0 = lo + split * chunk, k1 = pos + 1 < k0 + chunk ? pos + 1 : k0 + chunk;
   __half* K = cache_at(s, layer, 0, a.n_kv, kvh, HD);
   __half* V = cache_at(s, layer, 1, a.n_kv, kvh, HD);
@@ -296,7 +309,18 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
       L += wl[w][g] * f;
       A += wacc[w][g][d] * f;
     }
-    float* dst = part + ((i * a.n_head + kvh * G + g) * splits + split) * (HD + 2);
+    const int64_t h = kvh * G + g;
+    if (alone) {  // attn_combine_kernel's arithmetic for one split
+      const float Mx = fmaxf(a.sinks ? a.sinks[h] : -INFINITY, M), w = M != -INFINITY ? expf(M - Mx) : 0.0f;
+      float Ls = a.sinks ? expf(a.sinks[h] - Mx) : 0.0f, As = 0;
+      if (M != -INFINITY) {
+        Ls += L * w;
+        As += A * w;
+      }
+      out[i * a.n_head * HD + h * HD + d] = As / Ls;
+      continue;
+    }
+    float* dst = part + ((i * a.n_head + h) * splits + split) * (HD + 2);
     if (d == 0) {
       dst[0] = M;
       dst[1] = L;
@@ -309,9 +333,11 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
 // splits' maxima and sums are loaded by all threads at once into shared memory, and their weights
 // computed once (a thread walking 33 splits' loads in sequence was most of this kernel's time).
 constexpr int kMaxSplits = 64;  // decode_splits' cap
-__global__ void attn_combine_kernel(const float* part, int splits, int64_t hd, AttnDev a, float* out) {
+__global__ void attn_combine_kernel(const float* part, int splits, int64_t hd, AttnDev a, StepDev st, float* out) {
   __shared__ float ms[kMaxSplits], ls[kMaxSplits], ws[kMaxSplits];
   const int64_t i = blockIdx.x, h = blockIdx.y;
+  const int64_t pos = st.pos[i], n_keys = pos - first_key(pos, a.window) + 1;
+  if (split_keys(n_keys, splits) >= n_keys) return;  // one split: the decode kernel wrote the row
   const float* p = part + (i * a.n_head + h) * splits * (hd + 2);
   for (int s = threadIdx.x; s < splits; s += blockDim.x) {
     ms[s] = p[s * (hd + 2)];
@@ -476,7 +502,7 @@ void attention(float* q, float* k, const float* v, int64_t layer, const Attentio
       const int gm = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(G)));
       auto with_group = [&]<int GM>() {
         if constexpr (GM <= max_group<HD>())
-          if (gm == GM) attn_decode_kernel<HD, GM><<<grid, kDecodeWarps * 32, 0, s>>>(q, k, v, r, layer, a, st, scratch, splits);
+          if (gm == GM) attn_decode_kernel<HD, GM><<<grid, kDecodeWarps * 32, 0, s>>>(q, k, v, r, layer, a, st, scratch, splits, out);
       };
       with_group.template operator()<1>();
       with_group.template operator()<2>();
@@ -486,7 +512,7 @@ void attention(float* q, float* k, const float* v, int64_t layer, const Attentio
     };
     with_head_dim(p.head_dim, launch);
     check_launch("attn_decode");
-    attn_combine_kernel<<<dim3(st.n_rows, static_cast<unsigned>(p.n_head)), 64, 0, s>>>(scratch, splits, p.head_dim, a, out);
+    attn_combine_kernel<<<dim3(st.n_rows, static_cast<unsigned>(p.n_head)), 64, 0, s>>>(scratch, splits, p.head_dim, a, st, out);
     check_launch("attn_combine");
     return;
   }

@@ -36,7 +36,7 @@ summary="$OUT/summary.txt"
 . "$DEPS/env.sh"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$summary"
 # The host's CPU too: streamed decode computes a share of the misses there, and the same build's
-# streamed figures moved by a tenth between two H100 machines (docs/CUDA.md).
+# streamed figures moved by a tenth between two H100 machines (docs/CUDA_LOG.md).
 echo "host: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p')" | tee -a "$summary"
 
 build() {  # build SRC_DIR BUILD_DIR TESTS(ON/OFF): the binary, and the GPU test binaries when ON

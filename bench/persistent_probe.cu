@@ -7,7 +7,7 @@
 // row is one warp's exact integer sum, so every variant must give the same bytes; the probe checks.
 // Then the same without the one-block ops (each product taking the one before's output): what a
 // step whose small work were folded into its products would take.
-// Run: persistent_probe [layers = 24] [steps timed = 20]. Results: docs/CUDA.md, "A persistent
+// Run: persistent_probe [layers = 24] [steps timed = 20]. Results: docs/CUDA_LOG.md, "A persistent
 // decode step, probed".
 #include <cuda_runtime.h>
 

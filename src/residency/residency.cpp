@@ -9,7 +9,7 @@ namespace ts {
 namespace {
 
 // The share of a layer's misses the host computes by default, with at least kHostShareThreads
-// threads (docs/CUDA.md, "Misses computed on the host": a quarter won with 16 on the GPU machine's
+// threads (docs/CUDA_LOG.md, "Misses computed on the host": a quarter won with 16 on the GPU machine's
 // host and lost with 8, where an expert took the host longer than the link).
 constexpr double kDefaultHostShare = 0.25;
 constexpr int kHostShareThreads = 16;

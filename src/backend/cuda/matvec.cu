@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(kWarps * 32) mv_kernel(Job unbound, const floa
       // nothing conditional: a missing second row reloads the first (its sums are never stored), a
       // missing second unit reloads the first and meets the zero view, adding only zeros. Formats
       // whose decoding dominates (MXFP4) keep the branches, which skip the tail's second units:
-      // flat, their expert products were 5-15% slower (docs/CUDA.md).
+      // flat, their expert products were 5-15% slower (docs/CUDA_LOG.md).
       constexpr bool flat = F::kFlat;
       const uint8_t* r1 = r[1] || !flat ? r[1] : r[0];
       for (int ul = lane; ul < units; ul += 64) {

@@ -357,11 +357,23 @@ class VectorStore final : public ExpertStore {
   size_t next_ = 0;
 };
 
+// Two shapes: widths that are multiples of 64, and widths of an odd number of 32-value groups (96,
+// 160: a GEMM tile's last step half empty, a 64-row tile across the gate and up rows, a last tile of
+// down rows half empty) with 200 tokens (about 75 pairs per expert: more than one tile of pairs) and
+// 400 (150 pairs per expert: past kFusedPairsPerExpert, so the experts decoded for cuBLAS; fewer
+// take expert_gemm, one token to four the one-token products).
+struct ExpertShape {
+  int64_t d, ff;
+  std::vector<int64_t> tokens;
+};
+
 TEST_F(Ops, RoutedExpertsMatchTheLayerLoop) {
   std::mt19937 rng(5);
-  const int64_t E = 8, k = 3, d = 256, ff = 128;
+  const int64_t E = 8, k = 3;
+  for (const ExpertShape& shape : {ExpertShape{256, 128, {1, 3, 40}}, ExpertShape{96, 160, {200, 400}}})
   for (RouterContract c : {RouterContract::SoftmaxTopKRenorm, RouterContract::BiasedTopKSoftmax})
     for (GgmlType t : {GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::F32}) {
+      const int64_t d = shape.d, ff = shape.ff;
       std::vector<ExpertView> ec, eg;
       for (int64_t e = 0; e < E; ++e) {
         ExpertView vc, vg;
@@ -379,8 +391,9 @@ TEST_F(Ops, RoutedExpertsMatchTheLayerLoop) {
       const auto [rc, rg] = weights(GgmlType::F32, E, d, rng, 0.3f);
       const auto [bc, bg] = vec(gaussian(E, rng));
       const Activation act = c == RouterContract::BiasedTopKSoftmax ? Activation::ClampedSwiGLU : Activation::SwiGLU;
-      for (int64_t n : {1, 3, 40}) {
-        SCOPED_TRACE(std::string(type_name(t)) + " tokens " + std::to_string(n) + " contract " + std::to_string(static_cast<int>(c)));
+      for (int64_t n : shape.tokens) {
+        SCOPED_TRACE(std::string(type_name(t)) + " tokens " + std::to_string(n) + " width " + std::to_string(d) + " contract " +
+                     std::to_string(static_cast<int>(c)));
         const Twin x = twin(gaussian(n * d, rng), n, d), out = zeros(n, d);
         // The CPU runs the layer loop (it offers no routed_experts); the GPU the whole operation.
         VectorStore store(ec);

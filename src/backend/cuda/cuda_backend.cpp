@@ -20,6 +20,12 @@ namespace {
 using gpu::DMat;
 using gpu::dmat;
 
+// A prompt step's experts multiply straight from their quantized weights (expert_gemm.cu) while the
+// used experts have at most this many pairs each on average (two tiles); with more, decoding each
+// expert to halves once for cuBLAS's faster GEMMs pays. The 20b on an H100 (2026-12-07, docs/CUDA.md):
+// 512 rows +60%, 1024 +15% (128 pairs per expert), 2048 -14% fused against decoded.
+constexpr int64_t kFusedPairsPerExpert = 128;
+
 // Device memory that only grows (scratch for one kind of intermediate). Outgrown blocks are kept
 // until the backend goes: a recorded step may still refer to them.
 class Scratch {
@@ -89,6 +95,7 @@ class CudaBackend final : public Backend {
     for (Staged& st : staged_)
       if (st.copied) cudaEventDestroy(st.copied);
     if (host_rows_copied_) cudaEventDestroy(host_rows_copied_);
+    if (routing_copied_) cudaEventDestroy(routing_copied_);
     cudaFree(step_dev_buf_);
     gpu::blas().destroy(blas_);
     cudaEventDestroy(step_uploaded_);
@@ -519,12 +526,14 @@ class CudaBackend final : public Backend {
     int32_t* experts = nullptr;  // [n*k] on the device, best rank first
     float* weights = nullptr;
     const int32_t* host_experts = nullptr;  // pinned copy, once read back
+    int32_t* host_experts_queued = nullptr;  // the copy queued, not yet waited for
     const float* host_x = nullptr;          // route_experts, few tokens: x in pinned memory
     bool gemm = false;    // many tokens: expert GEMMs over the pairs sorted by expert
     bool sorted = false;  // gemm: the sort below and the input halves are ready
     std::vector<int64_t> count, first;  // per expert: its pairs, where they start in sorted order
     std::vector<int32_t> used;          // experts with pairs, ascending
     int32_t* sorted_dev = nullptr;      // tok, pair_expert, sorted_of_slot: [3][n*k]
+    int32_t* count_first = nullptr;     // sorted on the device: per expert its pairs, then its first
     __half* x_half = nullptr;           // [n*k][n_embd] the pairs' inputs in sorted order
     float* out_rows = nullptr;          // matvec: slots [n*k][n_embd]; gemm: down [n*k][n_embd] sorted
     gpu::RouteHere route_here;          // logits set: routed by the gate/up products, not yet
@@ -534,6 +543,10 @@ class CudaBackend final : public Backend {
   // The router's product, then the routing: by route(), or (in_gate_up) left to the gate/up products.
   void start_routing(const RoutedExperts& op, Act x, bool in_gate_up);
   void sort_pairs(const gpu::MoeDev& m, Act x);
+  // The routing read back into pinned memory: the copy queued once (queue_routing_copy), then
+  // waited for (routing_on_host).
+  void queue_routing_copy();
+  const int32_t* routing_on_host();
   // run_experts' two halves: the pairs of experts with device weights, and those of op's on_host
   // experts, computed by host threads into the call's slots.
   void run_on_device(const RoutedExperts& op, Act x);
@@ -571,6 +584,8 @@ class CudaBackend final : public Backend {
   Scratch moe_logits_, moe_experts_, moe_weights_, moe_act_, moe_slots_;
   Scratch moe_sorted_, moe_ha_, moe_h_, moe_hact_, moe_down_, moe_gu_w_, moe_down_w_;
   PinnedScratch moe_host_experts_, moe_host_sorted_;
+  cudaEvent_t routing_copied_ = nullptr;
+  Scratch moe_count_first_, moe_tiles_, moe_n_tiles_;
   // Experts computed on host threads: x read back with the routing, their slots' rows uploaded
   // from host_rows_ (reused once host_rows_copied_ has passed).
   int host_threads_;
@@ -691,17 +706,31 @@ void CudaBackend::route_experts(const RoutedExperts& op, Act x, int32_t* experts
   call_.host_experts = hx;
 }
 
-// Many tokens: the (token, rank) pairs sorted by expert on the host (one round trip per layer, a
-// prefill-only cost), so each used expert is one GEMM over its rows; the pairs' inputs as halves.
+void CudaBackend::queue_routing_copy() {
+  if (call_.host_experts || call_.host_experts_queued) return;
+  const int64_t P = call_.n * call_.k;
+  int32_t* hx = moe_host_experts_.get<int32_t>(P);
+  TS_CUDA(cudaMemcpyAsync(hx, call_.experts, P * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  if (!routing_copied_) TS_CUDA(cudaEventCreateWithFlags(&routing_copied_, cudaEventDisableTiming));
+  TS_CUDA(cudaEventRecord(routing_copied_, stream_));
+  call_.host_experts_queued = hx;
+}
+
+const int32_t* CudaBackend::routing_on_host() {
+  if (!call_.host_experts) {
+    queue_routing_copy();
+    TS_CUDA(cudaEventSynchronize(routing_copied_));
+    call_.host_experts = call_.host_experts_queued;
+  }
+  return call_.host_experts;
+}
+
+// Many tokens per expert: the (token, rank) pairs sorted by expert on the host (one round trip per
+// layer, a prefill-only cost), so each used expert is one GEMM over its rows; the pairs' inputs as
+// halves.
 void CudaBackend::sort_pairs(const gpu::MoeDev& m, Act x) {
   const int64_t k = call_.k, P = call_.n * k;
-  if (!call_.host_experts) {
-    int32_t* hx = moe_host_experts_.get<int32_t>(P);
-    TS_CUDA(cudaMemcpyAsync(hx, call_.experts, P * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-    TS_CUDA(cudaStreamSynchronize(stream_));
-    call_.host_experts = hx;
-  }
-  const int32_t* hx = call_.host_experts;
+  const int32_t* hx = routing_on_host();
   call_.count.assign(m.n_expert, 0);
   call_.first.assign(m.n_expert, 0);
   for (int64_t i = 0; i < P; ++i) ++call_.count[hx[i]];
@@ -766,20 +795,64 @@ void CudaBackend::run_on_device(const RoutedExperts& op, Act x) {
     gpu::moe_down_mv(act, n, call_.experts, m, call_.out_rows, stream_);
     return;
   }
-  if (!call_.sorted) sort_pairs(m, x);
-  // This wave's experts: the used ones whose weights are in the table.
+  if (P <= kFusedPairsPerExpert * m.n_expert) {
+    // Few pairs per expert: sorted on the device and multiplied from the quantized weights, with no
+    // host round trip and no decoded copy of the weights.
+    if (!call_.sorted) {
+      call_.sorted_dev = moe_sorted_.get<int32_t>(3 * P);
+      call_.count_first = moe_count_first_.get<int32_t>(2 * m.n_expert);
+      gpu::sort_pairs(call_.experts, n, call_.k, m.n_expert, call_.sorted_dev, call_.count_first, stream_);
+      call_.x_half = moe_ha_.get<__half>(P * m.n_embd);
+      gpu::to_half(x.data, x.dim, call_.sorted_dev, P, m.n_embd, call_.x_half, nullptr, stream_);
+      call_.out_rows = moe_down_.get<float>(P * m.n_embd);
+      call_.sorted = true;
+    }
+    const int64_t max_tiles = gpu::max_expert_tiles(P, m.n_expert);
+    auto* tiles = moe_tiles_.get<gpu::ExpertTile>(max_tiles);
+    auto* n_tiles = moe_n_tiles_.get<int32_t>(1);
+    gpu::expert_tiles(m, call_.count_first, tiles, n_tiles, stream_);
+    float* h = moe_h_.get<float>(P * 2 * m.n_ff);
+    gpu::expert_gemm(m, false, tiles, n_tiles, max_tiles, call_.x_half, h, stream_);
+    const int32_t* pair_expert = call_.sorted_dev + P;
+    __half* act = moe_hact_.get<__half>(P * m.n_ff);
+    gpu::sorted_glu(h, pair_expert, P, m, act, stream_);
+    gpu::expert_gemm(m, true, tiles, n_tiles, max_tiles, act, call_.out_rows, stream_);
+    gpu::sorted_down_bias(call_.out_rows, pair_expert, P, m, stream_);
+    return;
+  }
+  // Many: this wave's experts, decoded to halves. Every expert when all have their weights on the
+  // device, the routing is not on the host yet and the step has a pair per expert or more (a prompt
+  // step of 2048 rows uses every one of a 32-expert model's anyway): queued before the host waits for
+  // the routing, so the device decodes while the host sorts the pairs and queues the GEMMs, which was
+  // the device's idle time. Otherwise the used ones whose weights are in the table, once sorted.
   std::vector<int32_t> wave;
-  for (int32_t e : call_.used)
-    if (op.experts[e].gate.data) wave.push_back(e);
-  if (wave.empty()) return;
+  __half *gu_w = nullptr, *down_w = nullptr;
+  auto decode = [&] {
+    const int64_t n_wave = static_cast<int64_t>(wave.size());
+    const auto* wave_dev = static_cast<const int32_t*>(upload_staged(wave.data(), wave.size() * sizeof(int32_t)));
+    gu_w = moe_gu_w_.get<__half>(n_wave * 2 * m.n_ff * m.n_embd);
+    down_w = moe_down_w_.get<__half>(n_wave * m.n_embd * m.n_ff);
+    gpu::dequant_experts(m, wave_dev, n_wave, gu_w, down_w, stream_);
+  };
+  const bool every_expert = !call_.sorted && !call_.host_experts && P >= m.n_expert &&
+                            std::all_of(op.experts.begin(), op.experts.end(), [](const ExpertWeights& e) { return e.gate.data; });
+  if (every_expert) {
+    queue_routing_copy();
+    for (int32_t e = 0; e < static_cast<int32_t>(m.n_expert); ++e) wave.push_back(e);
+    decode();
+  }
+  if (!call_.sorted) sort_pairs(m, x);
+  if (!every_expert) {
+    for (int32_t e : call_.used)
+      if (op.experts[e].gate.data) wave.push_back(e);
+    if (wave.empty()) return;
+    decode();
+  }
   const int64_t n_wave = static_cast<int64_t>(wave.size());
-  const auto* wave_dev = static_cast<const int32_t*>(upload_staged(wave.data(), wave.size() * sizeof(int32_t)));
-  __half* gu_w = moe_gu_w_.get<__half>(n_wave * 2 * m.n_ff * m.n_embd);
-  __half* down_w = moe_down_w_.get<__half>(n_wave * m.n_embd * m.n_ff);
-  gpu::dequant_experts(m, wave_dev, n_wave, gu_w, down_w, stream_);
   float* h = moe_h_.get<float>(P * 2 * m.n_ff);
   for (int64_t u = 0; u < n_wave; ++u) {
     const int64_t e = wave[u], first = call_.first[e], count = call_.count[e];
+    if (count == 0) continue;
     gpu::gemm_half(blas_, gu_w + u * 2 * m.n_ff * m.n_embd, 2 * m.n_ff, call_.x_half + first * m.n_embd, m.n_embd, count,
                    m.n_embd, h + first * 2 * m.n_ff, 2 * m.n_ff, 0.0f);
   }
@@ -788,6 +861,7 @@ void CudaBackend::run_on_device(const RoutedExperts& op, Act x) {
   gpu::sorted_glu(h, pair_expert, P, m, act, stream_);
   for (int64_t u = 0; u < n_wave; ++u) {
     const int64_t e = wave[u], first = call_.first[e], count = call_.count[e];
+    if (count == 0) continue;
     gpu::gemm_half(blas_, down_w + u * m.n_embd * m.n_ff, m.n_embd, act + first * m.n_ff, m.n_ff, count, m.n_ff,
                    call_.out_rows + first * m.n_embd, m.n_embd, 0.0f);
   }

@@ -131,6 +131,21 @@ void moe_down_mv(const float* act, int64_t n, const int32_t* experts, const MoeD
 // [pairs][n_embd]), sorted_down_bias adds the down biases and sorted_combine sums each token's
 // ranks in order. Pairs whose expert has no weights in m.table are left alone (another wave's).
 void dequant_experts(const MoeDev& m, const int32_t* used, int64_t n_used, __half* gate_up, __half* down, cudaStream_t s);
+// Or, with no host round trip and no halves of the weights written (expert_gemm.cu): the pairs
+// sorted on the device (sorted: tok, pair_expert, sorted_of_slot as [3][n*k]; count_first: each
+// expert's pair count then its first sorted pair, [2][n_expert]); the sorted pairs of the experts
+// with weights in m.table cut into tiles of at most 64 pairs of one expert (n_tiles of at most
+// max_expert_tiles); then h = x W^T straight from the quantized weights for gate/up (x: the pairs'
+// inputs [pairs][n_embd] halves; h as above) or down (x: act, y: down as above).
+struct ExpertTile {
+  int32_t expert, pair0, pairs;
+};
+void sort_pairs(const int32_t* experts, int64_t n, int64_t k, int64_t n_expert, int32_t* sorted, int32_t* count_first,
+                cudaStream_t s);
+int64_t max_expert_tiles(int64_t pairs, int64_t n_expert);
+void expert_tiles(const MoeDev& m, const int32_t* count_first, ExpertTile* tiles, int32_t* n_tiles, cudaStream_t s);
+void expert_gemm(const MoeDev& m, bool down, const ExpertTile* tiles, const int32_t* n_tiles, int64_t max_tiles, const __half* x,
+                 float* y, cudaStream_t s);
 void sorted_glu(const float* h, const int32_t* pair_expert, int64_t pairs, const MoeDev& m, __half* act, cudaStream_t s);
 void sorted_down_bias(float* down, const int32_t* pair_expert, int64_t pairs, const MoeDev& m, cudaStream_t s);
 void sorted_combine(const float* down, const int32_t* sorted_of_slot, const float* weights, int64_t n, int64_t k,

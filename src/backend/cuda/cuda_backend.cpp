@@ -821,10 +821,10 @@ void CudaBackend::run_on_device(const RoutedExperts& op, Act x) {
     return;
   }
   // Many: this wave's experts, decoded to halves. Every expert when all have their weights on the
-  // device, the routing is not on the host yet and the step has a pair per expert or more (a prompt
-  // step of 2048 rows uses every one of a 32-expert model's anyway): queued before the host waits for
-  // the routing, so the device decodes while the host sorts the pairs and queues the GEMMs, which was
-  // the device's idle time. Otherwise the used ones whose weights are in the table, once sorted.
+  // device and the routing is not on the host yet (a step with this many pairs uses nearly every
+  // expert anyway): queued before the host waits for the routing, so the device decodes while the
+  // host sorts the pairs and queues the GEMMs, which was the device's idle time. Otherwise the used
+  // ones whose weights are in the table, once sorted.
   std::vector<int32_t> wave;
   __half *gu_w = nullptr, *down_w = nullptr;
   auto decode = [&] {
@@ -834,7 +834,7 @@ void CudaBackend::run_on_device(const RoutedExperts& op, Act x) {
     down_w = moe_down_w_.get<__half>(n_wave * m.n_embd * m.n_ff);
     gpu::dequant_experts(m, wave_dev, n_wave, gu_w, down_w, stream_);
   };
-  const bool every_expert = !call_.sorted && !call_.host_experts && P >= m.n_expert &&
+  const bool every_expert = !call_.sorted && !call_.host_experts &&
                             std::all_of(op.experts.begin(), op.experts.end(), [](const ExpertWeights& e) { return e.gate.data; });
   if (every_expert) {
     queue_routing_copy();

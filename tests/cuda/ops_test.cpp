@@ -119,6 +119,27 @@ TEST_F(Ops, ProductsOfEveryTypeOnBothPaths) {
       }
 }
 
+// One token's products have the bytes the same row gets in a batch of four (each row's sums in one
+// order whatever shares the call: a sequence decoded beside others keeps its bytes), for Q8_0 and
+// MXFP4 rows of one and of two staged chunks and row counts that leave the last warps partial.
+TEST_F(Ops, OneTokenProductsHaveTheBytesOfBatchedRows) {
+  std::mt19937 rng(9);
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::MXFP4})
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{300, 2880}, {1000, 512}, {20007, 2880}, {333, 4352}, {2050, 8192}}) {
+      SCOPED_TRACE(std::string(type_name(t)) + " " + std::to_string(rows) + " x " + std::to_string(cols));
+      const auto wg = weights(t, rows, cols, rng).second;
+      const std::vector<float> x = gaussian(4 * cols, rng);
+      const Twin x4 = twin(x, 4, cols), x1 = twin({x.begin(), x.begin() + cols}, 1, cols);
+      const Twin y4 = zeros(4, rows), y1 = zeros(1, rows);
+      gpu_->matmul(wg, x4.gpu, y4.gpu);
+      gpu_->matmul(wg, x1.gpu, y1.gpu);
+      const std::vector<float> batched = host(*gpu_, y4.gpu), alone = host(*gpu_, y1.gpu);
+      int64_t differ = 0;
+      for (int64_t r = 0; r < rows; ++r) differ += std::memcmp(&batched[r], &alone[r], sizeof(float)) != 0;
+      EXPECT_EQ(differ, 0);
+    }
+}
+
 TEST_F(Ops, SharedProductsWithBiasAndAccumulation) {
   std::mt19937 rng(2);
   for (int64_t n : {1, 3, 9}) {

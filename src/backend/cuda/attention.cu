@@ -168,6 +168,11 @@ __device__ __forceinline__ void stage_values(__half* stage, const __half* V, int
 // per q head of the group; its 4 warps are merged in order and the split's (max, sum, acc) written.
 // A tile's values are copied into shared memory while its scores are computed, so a tile costs one
 // trip to memory, not one per 4 keys. GM: the model's q heads per kv head rounded up to a power of two.
+// A row short enough for one split (every row of a sliding window of 128) has its q heads shared out
+// over the split blocks instead, one head per block: each head's arithmetic is the same whichever
+// block does it (the heads never meet), so the bytes are the one block's, in about an eighth of the
+// time of one block walking every head. Each of those blocks stores the row's key and value itself
+// (the same bytes) before it reads them.
 template <int HD, int GM>
 __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const float* q, const float* k, const float* v, RotateDev r,
                                                                         int64_t layer, AttnDev a, StepDev st, float* part, int splits,
@@ -185,14 +190,17 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
   const DevSeq& s = st.seqs[st.seq[i]];
   const int64_t pos = st.pos[i], lo = first_key(pos, a.window), n_keys = pos - lo + 1;
   const int64_t chunk = split_keys(n_keys, splits);
-  const bool alone = chunk >= n_keys;  // split 0 holds every key and writes the output
-  if (alone && split > 0) return;
-  const int64_t k0 = lo + split * chunk, k1 = pos + 1 < k0 + chunk ? pos + 1 : k0 + chunk;
+  const bool alone = chunk >= n_keys;  // one split holds every key and writes the output
+  const bool by_head = alone && static_cast<int>(gridDim.z) >= G;
+  if (alone && split >= (by_head ? G : 1)) return;
+  // The q heads of the group this block computes: [h0, h1).
+  const int h0 = by_head ? split : 0, h1 = by_head ? split + 1 : G;
+  const int64_t k0 = alone ? lo : lo + split * chunk, k1 = pos + 1 < k0 + chunk ? pos + 1 : k0 + chunk;
   __half* K = cache_at(s, layer, 0, a.n_kv, kvh, HD);
   __half* V = cache_at(s, layer, 1, a.n_kv, kvh, HD);
   // Every split rotates the group's q heads for itself; the split holding the row's own position
   // rotates its key and stores it and the value first (no other block reads that position this step).
-  for (int e = threadIdx.x; e < G * HD; e += blockDim.x)
+  for (int e = h0 * HD + threadIdx.x; e < h1 * HD; e += blockDim.x)
     qs[e / HD][e % HD] = rotated(q + (i * a.n_head + kvh * G + e / HD) * HD, e % HD, i, r);
   if (k0 <= pos && pos < k1)
     for (int d = threadIdx.x; d < HD; d += blockDim.x) {
@@ -231,7 +239,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
         }
 #pragma unroll
         for (int g = 0; g < GM; ++g)
-          if (g < G)
+          if (g >= h0 && g < h1)
 #pragma unroll
             for (int u = 0; u < 8; ++u) sc[g] = fmaf(qs[g][8 * c + u], kf[u], sc[g]);
       }
@@ -239,7 +247,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
     float p[GM];
 #pragma unroll
     for (int g = 0; g < GM; ++g) {
-      if (g >= G) continue;
+      if (g < h0 || g >= h1) continue;
       const float sv = valid ? sc[g] * a.scale : -INFINITY;
       const float mn = fmaxf(m[g], warp_max(sv));
       const float corr = m[g] == -INFINITY ? 0.0f : expf(m[g] - mn);
@@ -253,7 +261,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
     // gives four keys' (a shuffle per head and key did); the sums keep their key order.
 #pragma unroll
     for (int g = 0; g < GM; ++g)
-      if (g < G) reinterpret_cast<float*>(ps[warp][g])[lane] = p[g];
+      if (g >= h0 && g < h1) reinterpret_cast<float*>(ps[warp][g])[lane] = p[g];
     for (int j4 = 0; j4 < n_here; j4 += 4) {
       if (j4 % VC == 0) {  // the chunk from j4 is in the stage (the first was copied with the keys)
         if (j4 > 0) {
@@ -273,7 +281,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
       }
 #pragma unroll
       for (int g = 0; g < GM; ++g) {
-        if (g >= G) continue;
+        if (g < h0 || g >= h1) continue;
         const float4 p4 = ps[warp][g][j4 / 4];
         const float pj[4] = {p4.x, p4.y, p4.z, p4.w};
 #pragma unroll
@@ -288,18 +296,18 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
   if (lane == 0)
 #pragma unroll
     for (int g = 0; g < GM; ++g)
-      if (g < G) {
+      if (g >= h0 && g < h1) {
         wm[warp][g] = m[g];
         wl[warp][g] = l[g];
       }
 #pragma unroll
   for (int g = 0; g < GM; ++g)
-    if (g < G)
+    if (g >= h0 && g < h1)
 #pragma unroll
       for (int e = 0; e < EPL; ++e) wacc[warp][g][lane * EPL + e] = acc[g][e];
   __syncthreads();
   // Merge the warps in order; one thread per (q head of the group, dimension).
-  for (int e = threadIdx.x; e < G * HD; e += blockDim.x) {
+  for (int e = h0 * HD + threadIdx.x; e < h1 * HD; e += blockDim.x) {
     const int g = e / HD, d = e % HD;
     float M = -INFINITY;
     for (int w = 0; w < kDecodeWarps; ++w) M = fmaxf(M, wm[w][g]);

@@ -198,8 +198,9 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const fl
   const int64_t k0 = alone ? lo : lo + split * chunk, k1 = pos + 1 < k0 + chunk ? pos + 1 : k0 + chunk;
   __half* K = cache_at(s, layer, 0, a.n_kv, kvh, HD);
   __half* V = cache_at(s, layer, 1, a.n_kv, kvh, HD);
-  // Every split rotates the group's q heads for itself; the split holding the row's own position
-  // rotates its key and stores it and the value first (no other block reads that position this step).
+  // Every split rotates its q heads for itself; the split holding the row's own position rotates its
+  // key and stores it and the value first (no other split reads that position this step; a one-split
+  // row's head blocks each store the same bytes and read their own).
   for (int e = h0 * HD + threadIdx.x; e < h1 * HD; e += blockDim.x)
     qs[e / HD][e % HD] = rotated(q + (i * a.n_head + kvh * G + e / HD) * HD, e % HD, i, r);
   if (k0 <= pos && pos < k1)

@@ -111,10 +111,15 @@ class StreamedExperts final : public ExpertStore {
     std::lock_guard<std::mutex> lk(mu_);
     reap(layer);
     Layer& L = layers_[layer];
+    // The predicted experts already in a slot are protected too: evicting one to read another
+    // predicted expert would turn a predicted hit into a miss (on the 20b's routing, 4-8% more bytes).
+    std::vector<int32_t> prot = protect(layer);
     misses_.clear();
-    for (int32_t e : experts)
-      if (L.planner->slot_of(e) < 0) misses_.push_back(e);
-    const std::vector<int32_t> prot = protect(layer);
+    for (int32_t e : experts) {
+      const int32_t s = L.planner->slot_of(e);
+      if (s < 0) misses_.push_back(e);
+      else prot.push_back(s);
+    }
     const size_t n = L.planner->fit(misses_, prot);
     if (n == 0) return;
     const SlotPlan p = L.planner->plan({misses_.data(), n}, prot, /*count_use=*/false);

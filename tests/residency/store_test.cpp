@@ -1,7 +1,8 @@
 // The stores behind the seam, on every MoE fixture: every mode hands out the same bytes for every
 // expert; a streamed cache of one slot per layer still serves a whole layer; a failed or short read
 // is an error naming the file, layer and expert, and its slot is never handed out (nor, later,
-// served stale); prefetched experts are hits when they are asked for.
+// served stale); prefetched experts are hits when they are asked for, and a prefetch keeps the
+// predicted experts it finds in slots.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -264,6 +265,29 @@ TEST_P(Stores, PrefetchedExpertsAreHitsAndWrongGuessesAreCounted) {
   while (store->next()) {
   }
   EXPECT_EQ(store->stats().prefetch_wasted, 1);
+}
+
+// A prediction names experts already in a slot as well as missing ones: reading the missing ones
+// never evicts the present ones (LFU alone would evict the least used, here the predicted expert 1).
+TEST_P(Stores, APrefetchNeverEvictsAnExpertItPredicts) {
+  StreamOptions o = streamed(2, false);
+  o.prefetch = true;
+  auto store = make_streamed_experts(src_, *be_, o);
+  const auto serve = [&](std::vector<int32_t> ids) {
+    store->request(1, ids);
+    while (store->next()) {
+    }
+  };
+  serve({0, 1});
+  serve({0});  // expert 0 used twice, expert 1 once: 1 is the least used
+  store->prefetch(1, std::vector<int32_t>{1, 2});
+  ExpertStats st = store->stats();
+  EXPECT_EQ(st.prefetch_reads, 1) << "expert 2 only";
+  serve({1, 2});
+  const ExpertStats after = store->stats();
+  EXPECT_EQ(after.hits - st.hits, 2) << "both predicted experts are in slots";
+  EXPECT_EQ(after.prefetch_hits - st.prefetch_hits, 1);
+  EXPECT_EQ(after.reads, st.reads);
 }
 
 TEST_P(Stores, ADemandReadWaitsForPrefetchesThatFillEverySlot) {

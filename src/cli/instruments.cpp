@@ -65,6 +65,7 @@ void RunInstruments::report(int64_t tokens) {
     st.reads = now.reads - start_.reads;
     st.prefetch_reads = now.prefetch_reads - start_.prefetch_reads;
     st.prefetch_wasted = now.prefetch_wasted - start_.prefetch_wasted;
+    st.prefetch_cancelled = now.prefetch_cancelled - start_.prefetch_cancelled;
     st.bytes_read = now.bytes_read - start_.bytes_read;
     st.host_computed = now.host_computed - start_.host_computed;
   }
@@ -79,9 +80,9 @@ void RunInstruments::report(int64_t tokens) {
                          wall > 0 ? 100.0 * sec[i] / wall : 0.0, sec[i] * per_tok * 1e3);
     if (m_.hp().is_moe()) {
       out += fmt::format("experts: {}\n", m_.residency().summary);
-      out += fmt::format("  {} requests, {} hits ({:.1f}%), {} reads, {} prefetch reads ({} used, {} wasted), {} computed on the host\n",
+      out += fmt::format("  {} requests, {} hits ({:.1f}%), {} reads, {} prefetch reads ({} used, {} wasted, {} stopped), {} computed on the host\n",
                          st.requests, st.hits, 100.0 * hit_rate, st.reads, st.prefetch_reads, st.prefetch_hits,
-                         st.prefetch_wasted, st.host_computed);
+                         st.prefetch_wasted, st.prefetch_cancelled, st.host_computed);
       out += fmt::format("  {} read, {:.1f} MB/token\n", format_bytes(st.bytes_read),
                          static_cast<double>(st.bytes_read) * per_tok / 1e6);
     }
@@ -104,6 +105,7 @@ void RunInstruments::report(int64_t tokens) {
     j["prefetch_reads"] = st.prefetch_reads;
     j["prefetch_hits"] = st.prefetch_hits;
     j["prefetch_wasted"] = st.prefetch_wasted;
+    j["prefetch_cancelled"] = st.prefetch_cancelled;
     j["host_computed"] = st.host_computed;
     j["bytes_read"] = st.bytes_read;
     j["bytes_per_token"] = static_cast<double>(st.bytes_read) * per_tok;

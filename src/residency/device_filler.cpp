@@ -96,8 +96,12 @@ class DeviceFiller final : public SlotFiller {
     extents_.clear();
     src_->extents(layer, e, direct_, files_->fds(), static_cast<uint8_t*>(st.raw.data), extents_);
     for (const ReadExtent& x : extents_) bytes += x.bytes;
-    pool_->submit(extents_, std::move(done), priority);
+    st.job = pool_->submit(extents_, std::move(done), priority);
     return false;
+  }
+  ReaderPool::Cancel cancel(int64_t layer, int32_t slot, uint64_t& unread) override {
+    if (!pool_) return ReaderPool::Cancel::TooLate;  // a queued copy
+    return pool_->cancel(staging(layer, slot).job, unread);
   }
 
   // The expert as read goes to the device staging buffer, then each part into the slot in the
@@ -161,6 +165,7 @@ class DeviceFiller final : public SlotFiller {
   struct Staging {
     Buffer raw;          // pinned: the expert as read (file layout)
     int32_t expert = 0;  // which one
+    ReaderPool::JobRef job;  // its read
   };
   struct Layer {
     Buffer host;                                  // pinned copy feed: every expert, `stride` bytes apart

@@ -26,6 +26,7 @@ struct ExpertStats {
   int64_t reads = 0;           // experts read on demand
   int64_t prefetch_reads = 0;  // experts read ahead on a prediction
   int64_t prefetch_wasted = 0; // prefetched experts evicted before any use
+  int64_t prefetch_cancelled = 0;  // prefetch reads stopped because their layer did not ask for them
   uint64_t bytes_read = 0;     // demand and prefetch reads together
   int64_t host_computed = 0;   // misses handed out where they lie, for the backend's host threads
 };

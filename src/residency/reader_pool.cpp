@@ -11,9 +11,10 @@
 namespace ts {
 
 struct ReaderPool::Job {
-  std::atomic<int64_t> remaining{0};
-  std::mutex mu;
+  std::atomic<int64_t> remaining{0};  // chunks queued or being read
+  std::mutex mu;                      // guards error and finished
   std::string error;
+  bool finished = false;  // the last chunk is done and `done` runs with `error`
   Done done;
 };
 
@@ -46,7 +47,7 @@ ReaderPool::~ReaderPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ReaderPool::submit(const std::vector<ReadExtent>& extents, Done done, Priority priority) {
+ReaderPool::JobRef ReaderPool::submit(const std::vector<ReadExtent>& extents, Done done, Priority priority) {
   auto job = std::make_shared<Job>();
   job->done = std::move(done);
   std::vector<Chunk> chunks;
@@ -61,7 +62,7 @@ void ReaderPool::submit(const std::vector<ReadExtent>& extents, Done done, Prior
     }
   if (chunks.empty()) {
     job->done("");
-    return;
+    return nullptr;
   }
   job->remaining = static_cast<int64_t>(chunks.size());
   {
@@ -70,6 +71,38 @@ void ReaderPool::submit(const std::vector<ReadExtent>& extents, Done done, Prior
     for (Chunk& c : chunks) q.push_back(std::move(c));
   }
   work_.notify_all();
+  return job;
+}
+
+// Holding mu_, no worker takes a chunk: while some of the job's chunks are queued, `remaining` stays
+// above the chunks being read, so only the subtraction below (Over) or the last chunk being read
+// (Finishing, after `error` is set) can bring it to zero.
+ReaderPool::Cancel ReaderPool::cancel(const JobRef& job, uint64_t& unread) {
+  if (!job) return Cancel::TooLate;
+  std::lock_guard<std::mutex> lk(mu_);
+  {
+    std::lock_guard<std::mutex> jl(job->mu);
+    if (job->finished) return Cancel::TooLate;
+    if (job->error.empty()) job->error = "cancelled";
+  }
+  int64_t dropped = 0;
+  for (std::deque<Chunk>* q : {&demand_, &prefetch_})
+    for (auto it = q->begin(); it != q->end();) {
+      if (it->job != job) {
+        ++it;
+        continue;
+      }
+      unread += it->ext.bytes;
+      ++dropped;
+      it = q->erase(it);
+    }
+  if (dropped == 0 || job->remaining.fetch_sub(dropped) != dropped) return Cancel::Finishing;
+  {
+    std::lock_guard<std::mutex> jl(job->mu);
+    job->finished = true;
+  }
+  if (demand_.empty() && prefetch_.empty() && busy_ == 0) idle_.notify_all();
+  return Cancel::Over;
 }
 
 void ReaderPool::wait_idle() {
@@ -88,8 +121,15 @@ void ReaderPool::worker() {
     ++busy_;
     lk.unlock();
     read_chunk(c);
-    const bool last = --c.job->remaining == 0;
-    if (last) c.job->done(c.job->error);  // no other thread touches the job any more
+    if (--c.job->remaining == 0) {
+      std::string error;
+      {
+        std::lock_guard<std::mutex> jl(c.job->mu);
+        c.job->finished = true;
+        error = c.job->error;
+      }
+      c.job->done(error);
+    }
     c.job.reset();
     lk.lock();
     --busy_;

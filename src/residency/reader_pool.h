@@ -43,15 +43,23 @@ class ReaderPool {
   // want: a worker takes every queued demand chunk before any prefetch chunk, so a wrong guess
   // never delays a needed read by more than the chunks already being read.
   enum class Priority { Demand, Prefetch };
+  struct Job;
+  using JobRef = std::shared_ptr<Job>;  // a submitted job, to cancel it; null for a job of no bytes
   // Queues the extents (FIFO among jobs of the same priority); `done` runs once when all chunks have
   // finished.
-  void submit(const std::vector<ReadExtent>& extents, Done done, Priority priority = Priority::Demand);
+  JobRef submit(const std::vector<ReadExtent>& extents, Done done, Priority priority = Priority::Demand);
+  // Stops a job (a prefetch its layer did not ask for): its chunks not yet begun are dropped and
+  // their bytes added to `unread`, and the job fails with the error "cancelled".
+  //  - Over: nothing of it is being read any more; `done` will not run.
+  //  - Finishing: chunks being read finish first; the last one runs `done("cancelled")`.
+  //  - TooLate: the job had finished; `done` runs (or ran) with its own result.
+  enum class Cancel { Over, Finishing, TooLate };
+  Cancel cancel(const JobRef& job, uint64_t& unread);
   void wait_idle();  // returns when no job is queued or running
   int threads() const { return static_cast<int>(workers_.size()); }
   uint64_t chunk_bytes() const { return chunk_; }
 
  private:
-  struct Job;
   struct Chunk {
     std::shared_ptr<Job> job;
     ReadExtent ext;  // a piece of one of the job's extents

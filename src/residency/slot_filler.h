@@ -33,6 +33,10 @@ class SlotFiller {
   virtual bool fill(int64_t layer, int32_t e, int32_t slot, uint8_t* at, ReaderPool::Priority priority, Done done,
                     uint64_t& bytes) = 0;
   virtual void landed(int64_t layer, int32_t slot, uint8_t* at) {}
+  // Stops the fill of `slot` that fill() left running (ReaderPool::cancel: Over, Finishing or
+  // TooLate), adding the bytes it will not move to `unread`. A fill that is one queued copy cannot
+  // be stopped (TooLate).
+  virtual ReaderPool::Cancel cancel(int64_t layer, int32_t slot, uint64_t& unread) { return ReaderPool::Cancel::TooLate; }
   // The expert as it lies in a filled slot.
   virtual ExpertView view(int64_t layer, int32_t e, const uint8_t* at) const = 0;
   // The expert where the filler copies it from, when that is pinned host memory in the backend's

@@ -1,18 +1,20 @@
 // The reader pool on a real file: extents are split into chunks and land where asked; a short read
 // and a failed read are reported once per job, naming the file and offset; demand reads overtake
-// queued prefetch reads.
+// queued prefetch reads; a cancelled job reads nothing more than what was in flight.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 
 #include "cli/cli_harness.h"
 #include "residency/reader_pool.h"
+#include "support/held_reads.h"
 
 namespace ts {
 namespace {
@@ -112,6 +114,69 @@ TEST_F(ReaderPoolTest, DemandReadsOvertakeQueuedPrefetches) {
   EXPECT_EQ(order[1], 200u * 4096);
   EXPECT_EQ(order[2], 201u * 4096);
   EXPECT_EQ(order[3], 100u * 4096);
+}
+
+// Cancelling a job: its queued chunks are never read and their bytes are counted unread; with no
+// chunk of it being read the job is over at once and `done` never runs; with one being read, that
+// read finishes and `done` says "cancelled"; a finished job cannot be cancelled.
+TEST_F(ReaderPoolTest, ACancelledJobReadsNothingMore) {
+  test::HeldReads gate;
+  ReaderPool pool(1, 4096, gate.fn());
+  std::vector<char> blocker(4096), a(16384), b(16384);
+  std::atomic<int> a_done{0}, b_done{0};
+  std::string b_error = "not called";
+  pool.submit({ReadExtent{fd_, &path_, 0, 4096, 4096, reinterpret_cast<uint8_t*>(blocker.data())}}, [](const std::string&) {});
+  const ReaderPool::JobRef ja = pool.submit({ReadExtent{fd_, &path_, 100 * 4096, a.size(), a.size(), reinterpret_cast<uint8_t*>(a.data())}},
+                                            [&](const std::string&) { ++a_done; }, ReaderPool::Priority::Prefetch);
+  const ReaderPool::JobRef jb = pool.submit({ReadExtent{fd_, &path_, 200 * 4096, b.size(), b.size(), reinterpret_cast<uint8_t*>(b.data())}},
+                                            [&](const std::string& e) {
+                                              b_error = e;
+                                              ++b_done;
+                                            },
+                                            ReaderPool::Priority::Prefetch);
+  gate.wait_entered(1);  // the one thread holds the blocker: a and b are all queued
+  uint64_t unread = 0;
+  EXPECT_EQ(pool.cancel(ja, unread), ReaderPool::Cancel::Over);
+  EXPECT_EQ(unread, a.size());
+  gate.release();
+  pool.wait_idle();
+  EXPECT_EQ(a_done, 0) << "a job cancelled while queued never calls done";
+  EXPECT_EQ(b_done, 1);
+  EXPECT_EQ(b_error, "");
+  for (uint64_t off : gate.offsets()) EXPECT_FALSE(off >= 100 * 4096 && off < 104 * 4096) << "a cancelled chunk was read at " << off;
+  unread = 0;
+  EXPECT_EQ(pool.cancel(jb, unread), ReaderPool::Cancel::TooLate) << "b had finished";
+  EXPECT_EQ(unread, 0u);
+  EXPECT_EQ(pool.cancel(nullptr, unread), ReaderPool::Cancel::TooLate);
+}
+
+TEST_F(ReaderPoolTest, AJobCancelledWhileBeingReadEndsAsCancelled) {
+  test::HeldReads gate;
+  ReaderPool pool(1, 4096, gate.fn());
+  std::vector<char> a(16384);
+  std::mutex mu;
+  std::condition_variable cv;
+  int calls = 0;
+  std::string error;
+  const ReaderPool::JobRef ja = pool.submit({ReadExtent{fd_, &path_, 100 * 4096, a.size(), a.size(), reinterpret_cast<uint8_t*>(a.data())}},
+                                            [&](const std::string& e) {
+                                              std::lock_guard<std::mutex> lk(mu);
+                                              error = e;
+                                              ++calls;
+                                              cv.notify_all();
+                                            },
+                                            ReaderPool::Priority::Prefetch);
+  gate.wait_entered(1);  // its first chunk is being read
+  uint64_t unread = 0;
+  EXPECT_EQ(pool.cancel(ja, unread), ReaderPool::Cancel::Finishing);
+  EXPECT_EQ(unread, a.size() - 4096) << "three chunks dropped";
+  gate.release();
+  pool.wait_idle();
+  std::unique_lock<std::mutex> lk(mu);
+  cv.wait(lk, [&] { return calls > 0; });
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(error, "cancelled");
+  EXPECT_EQ(gate.offsets().size(), 1u) << "only the chunk in flight was read";
 }
 
 TEST(ReaderPool, BadSettingsAreErrors) {

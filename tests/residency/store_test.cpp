@@ -1,8 +1,8 @@
 // The stores behind the seam, on every MoE fixture: every mode hands out the same bytes for every
 // expert; a streamed cache of one slot per layer still serves a whole layer; a failed or short read
 // is an error naming the file, layer and expert, and its slot is never handed out (nor, later,
-// served stale); prefetched experts are hits when they are asked for, and a prefetch keeps the
-// predicted experts it finds in slots.
+// served stale); prefetched experts are hits when they are asked for, a prefetch keeps the
+// predicted experts it finds in slots, and one its layer does not ask for stops reading.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,6 +17,7 @@
 #include "moe/moe_test_util.h"
 #include "residency/slot_filler.h"
 #include "residency/stores.h"
+#include "support/held_reads.h"
 #include "util/error.h"
 
 namespace ts {
@@ -260,11 +261,13 @@ TEST_P(Stores, PrefetchedExpertsAreHitsAndWrongGuessesAreCounted) {
   EXPECT_EQ(st.hits, 1);
   EXPECT_EQ(st.prefetch_hits, 1);
   EXPECT_EQ(st.reads, 1);
-  // Expert 3 was never used; pushing it out counts as a wasted prefetch.
+  // Expert 3 was never used: stopped if it was still being read when its layer asked for 5 and 6,
+  // or else pushed out below as a wasted prefetch; counted once either way.
   store->request(1, std::vector<int32_t>{0, 1, 2});
   while (store->next()) {
   }
-  EXPECT_EQ(store->stats().prefetch_wasted, 1);
+  st = store->stats();
+  EXPECT_EQ(st.prefetch_wasted + st.prefetch_cancelled, 1);
 }
 
 // A prediction names experts already in a slot as well as missing ones: reading the missing ones
@@ -288,6 +291,74 @@ TEST_P(Stores, APrefetchNeverEvictsAnExpertItPredicts) {
   EXPECT_EQ(after.hits - st.hits, 2) << "both predicted experts are in slots";
   EXPECT_EQ(after.prefetch_hits - st.prefetch_hits, 1);
   EXPECT_EQ(after.reads, st.reads);
+}
+
+// Prefetches their layer does not ask for stop reading: the chunk in flight finishes (expert 3's
+// first), the rest is never read (expert 4 not at all), the slots are emptied (the experts are read
+// afresh and whole when asked for), and the bytes counted are only those read. Host slots, and
+// device slots fed from the files.
+TEST_P(Stores, AWrongPrefetchStopsReading) {
+  const auto want = all_experts(model_->experts());
+  for (bool device : {false, true}) {
+    SCOPED_TRACE(device ? "device slots" : "host slots");
+    test::HeldReads held;
+    StreamOptions o = streamed(4, false);
+    o.prefetch = true;
+    o.read.threads = 1;
+    o.read.read = held.fn();
+    auto store = device ? make_device_streamed_experts(nullptr, src_, *be_, o) : make_streamed_experts(src_, *be_, o);
+    store->prefetch(1, std::vector<int32_t>{3, 4});
+    held.wait_entered(1);  // the prefetch of 3 has a chunk being read
+    const uint64_t one = store->stats().bytes_read / 2;  // one expert's read, as counted when it starts
+    store->request(1, std::vector<int32_t>{5});
+    held.release();
+    std::vector<int32_t> got;
+    while (ExpertLease l = store->next()) got.push_back(l.expert());
+    EXPECT_THAT(got, ::testing::ElementsAre(5));
+    ExpertStats st = store->stats();
+    EXPECT_EQ(st.prefetch_reads, 2);
+    EXPECT_EQ(st.prefetch_cancelled, 2);
+    EXPECT_GT(st.bytes_read, one) << "expert 5 and the prefetch's first chunk";
+    EXPECT_LE(st.bytes_read, one + o.read.chunk_bytes);
+    store->request(1, std::vector<int32_t>{3, 4});
+    got.clear();
+    while (ExpertLease l = store->next()) {
+      EXPECT_EQ(expert_bytes(l.view()), want[1 * src_->n_expert() + l.expert()]);
+      got.push_back(l.expert());
+    }
+    EXPECT_THAT(got, ::testing::UnorderedElementsAre(3, 4));
+    st = store->stats();
+    EXPECT_EQ(st.reads, 3) << "5, then 3 and 4 afresh";
+    EXPECT_EQ(st.prefetch_hits, 0);
+  }
+}
+
+// An expert asked for again while a chunk of its cancelled read is still landing in its old slot:
+// read afresh into another slot (never served from, nor failed with, the cancelled read).
+TEST_P(Stores, AnExpertAskedForWhileItsCancelledReadLandsIsReadAfresh) {
+  const auto want = all_experts(model_->experts());
+  test::HeldReads held;
+  StreamOptions o = streamed(4, false);
+  o.prefetch = true;
+  o.read.threads = 1;
+  o.read.read = held.fn();
+  auto store = make_streamed_experts(src_, *be_, o);
+  store->prefetch(1, std::vector<int32_t>{3});
+  held.wait_entered(1);
+  store->request(1, std::vector<int32_t>{5});     // cancels the prefetch of 3, a chunk in flight
+  store->prefetch(1, std::vector<int32_t>{3});    // predicted again: a new read, in another slot
+  store->request(1, std::vector<int32_t>{3, 5});  // the call is asked again, with 3
+  held.release();
+  std::vector<int32_t> got;
+  while (ExpertLease l = store->next()) {
+    EXPECT_EQ(expert_bytes(l.view()), want[1 * src_->n_expert() + l.expert()]);
+    got.push_back(l.expert());
+  }
+  EXPECT_THAT(got, ::testing::UnorderedElementsAre(3, 5));
+  const ExpertStats st = store->stats();
+  EXPECT_EQ(st.prefetch_cancelled, 1);
+  EXPECT_EQ(st.prefetch_reads, 2);
+  EXPECT_EQ(st.prefetch_hits, 1);
 }
 
 TEST_P(Stores, ADemandReadWaitsForPrefetchesThatFillEverySlot) {

@@ -86,29 +86,19 @@ TEST_F(ReaderPoolTest, AFailedReadNamesTheFileAndTheError) {
 TEST_F(ReaderPoolTest, DemandReadsOvertakeQueuedPrefetches) {
   // One thread, held on the first chunk until both jobs are queued; then the order of offsets read
   // shows the demand job's chunks went first.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool release = false;
-  std::vector<uint64_t> order;
-  ReaderPool pool(1, 4096, [&](int fd, void* b, size_t n, uint64_t off) -> ssize_t {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return release; });
-    order.push_back(off);
-    return ::pread(fd, b, n, static_cast<off_t>(off));
-  });
+  test::HeldReads held;
+  ReaderPool pool(1, 4096, held.fn());
   std::vector<char> a(16384), d(8192), blocker(4096);
   auto ignore = [](const std::string&) {};
   pool.submit({ReadExtent{fd_, &path_, 0, 4096, 4096, reinterpret_cast<uint8_t*>(blocker.data())}}, ignore);
+  held.wait_entered(1);
   pool.submit({ReadExtent{fd_, &path_, 100 * 4096, a.size(), a.size(), reinterpret_cast<uint8_t*>(a.data())}}, ignore,
               ReaderPool::Priority::Prefetch);
   pool.submit({ReadExtent{fd_, &path_, 200 * 4096, d.size(), d.size(), reinterpret_cast<uint8_t*>(d.data())}}, ignore,
               ReaderPool::Priority::Demand);
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    release = true;
-  }
-  cv.notify_all();
+  held.release();
   pool.wait_idle();
+  const std::vector<uint64_t> order = held.offsets();
   ASSERT_EQ(order.size(), 1u + 4u + 2u);
   EXPECT_EQ(order[0], 0u);
   EXPECT_EQ(order[1], 200u * 4096);
@@ -120,8 +110,8 @@ TEST_F(ReaderPoolTest, DemandReadsOvertakeQueuedPrefetches) {
 // chunk of it being read the job is over at once and `done` never runs; with one being read, that
 // read finishes and `done` says "cancelled"; a finished job cannot be cancelled.
 TEST_F(ReaderPoolTest, ACancelledJobReadsNothingMore) {
-  test::HeldReads gate;
-  ReaderPool pool(1, 4096, gate.fn());
+  test::HeldReads held;
+  ReaderPool pool(1, 4096, held.fn());
   std::vector<char> blocker(4096), a(16384), b(16384);
   std::atomic<int> a_done{0}, b_done{0};
   std::string b_error = "not called";
@@ -134,16 +124,16 @@ TEST_F(ReaderPoolTest, ACancelledJobReadsNothingMore) {
                                               ++b_done;
                                             },
                                             ReaderPool::Priority::Prefetch);
-  gate.wait_entered(1);  // the one thread holds the blocker: a and b are all queued
+  held.wait_entered(1);  // the one thread holds the blocker: a and b are all queued
   uint64_t unread = 0;
   EXPECT_EQ(pool.cancel(ja, unread), ReaderPool::Cancel::Over);
   EXPECT_EQ(unread, a.size());
-  gate.release();
+  held.release();
   pool.wait_idle();
   EXPECT_EQ(a_done, 0) << "a job cancelled while queued never calls done";
   EXPECT_EQ(b_done, 1);
   EXPECT_EQ(b_error, "");
-  for (uint64_t off : gate.offsets()) EXPECT_FALSE(off >= 100 * 4096 && off < 104 * 4096) << "a cancelled chunk was read at " << off;
+  for (uint64_t off : held.offsets()) EXPECT_FALSE(off >= 100 * 4096 && off < 104 * 4096) << "a cancelled chunk was read at " << off;
   unread = 0;
   EXPECT_EQ(pool.cancel(jb, unread), ReaderPool::Cancel::TooLate) << "b had finished";
   EXPECT_EQ(unread, 0u);
@@ -151,8 +141,8 @@ TEST_F(ReaderPoolTest, ACancelledJobReadsNothingMore) {
 }
 
 TEST_F(ReaderPoolTest, AJobCancelledWhileBeingReadEndsAsCancelled) {
-  test::HeldReads gate;
-  ReaderPool pool(1, 4096, gate.fn());
+  test::HeldReads held;
+  ReaderPool pool(1, 4096, held.fn());
   std::vector<char> a(16384);
   std::mutex mu;
   std::condition_variable cv;
@@ -166,17 +156,17 @@ TEST_F(ReaderPoolTest, AJobCancelledWhileBeingReadEndsAsCancelled) {
                                               cv.notify_all();
                                             },
                                             ReaderPool::Priority::Prefetch);
-  gate.wait_entered(1);  // its first chunk is being read
+  held.wait_entered(1);  // its first chunk is being read
   uint64_t unread = 0;
   EXPECT_EQ(pool.cancel(ja, unread), ReaderPool::Cancel::Finishing);
   EXPECT_EQ(unread, a.size() - 4096) << "three chunks dropped";
-  gate.release();
+  held.release();
   pool.wait_idle();
   std::unique_lock<std::mutex> lk(mu);
   cv.wait(lk, [&] { return calls > 0; });
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(error, "cancelled");
-  EXPECT_EQ(gate.offsets().size(), 1u) << "only the chunk in flight was read";
+  EXPECT_EQ(held.offsets().size(), 1u) << "only the chunk in flight was read";
 }
 
 TEST(ReaderPool, BadSettingsAreErrors) {

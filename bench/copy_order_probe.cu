@@ -2,8 +2,8 @@
 // large host->device copies queued on another stream, as a streamed expert cache's prefetches are
 // (docs/CUDA.md, "Not done yet")? On stream C, each behind four 13.3 MB pinned copies (a 20b expert
 // each) on stream T: a 46 KB host->device copy (a wave's expert table, the host's expert rows), a
-// kernel reading the same bytes from mapped pinned memory, and a 46 KB device->host readback (a
-// layer's routing). Prints, per case, when C's work completed and when T's did (medians of 18).
+// kernel reading the same pinned bytes through their host address (unified addressing), and a
+// 46 KB device->host readback (a layer's routing). Prints, per case, when C's work completed and when T's did (medians of 18).
 // Run: copy_order_probe. Results: docs/CUDA_LOG.md, "Streamed decode, modelled from a recorded routing".
 #include <cuda_runtime.h>
 
@@ -23,8 +23,9 @@
     }                                                                      \
   } while (0)
 
-__global__ void read_mapped(const float* h, float* d, int n) {
-  for (int i = threadIdx.x; i < n; i += blockDim.x) d[i] = h[i];
+__global__ void read_pinned(const float* h, float* d, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) d[i] = h[i];
 }
 
 namespace {
@@ -42,12 +43,10 @@ int main() {
   CHECK(cudaDeviceGetAttribute(&engines, cudaDevAttrAsyncEngineCount, 0));
   std::printf("async copy engines: %d\n", engines);
   uint8_t *host_big = nullptr, *dev_big = nullptr;
-  float *host_small = nullptr, *host_mapped = nullptr, *mapped_on_dev = nullptr, *dev_small = nullptr;
+  float *host_small = nullptr, *dev_small = nullptr;
   CHECK(cudaHostAlloc(&host_big, kBig * kBigCopies, cudaHostAllocDefault));
   CHECK(cudaMalloc(&dev_big, kBig * kBigCopies));
   CHECK(cudaHostAlloc(&host_small, kSmall, cudaHostAllocDefault));
-  CHECK(cudaHostAlloc(&host_mapped, kSmall, cudaHostAllocMapped));
-  CHECK(cudaHostGetDevicePointer(&mapped_on_dev, host_mapped, 0));
   CHECK(cudaMalloc(&dev_small, kSmall));
   cudaStream_t T, C;
   CHECK(cudaStreamCreateWithFlags(&T, cudaStreamNonBlocking));
@@ -55,7 +54,7 @@ int main() {
   cudaEvent_t t_done, c_done;
   CHECK(cudaEventCreateWithFlags(&t_done, cudaEventDisableTiming));
   CHECK(cudaEventCreateWithFlags(&c_done, cudaEventDisableTiming));
-  const char* cases[] = {"46 KB H2D on C, T idle", "46 KB H2D on C behind T's copies", "mapped read on C behind T's copies",
+  const char* cases[] = {"46 KB H2D on C, T idle", "46 KB H2D on C behind T's copies", "pinned read on C behind T's copies",
                          "46 KB D2H on C behind T's copies"};
   for (int c = 0; c < 4; ++c) {
     std::vector<double> c_us, t_us;
@@ -67,7 +66,7 @@ int main() {
           CHECK(cudaMemcpyAsync(dev_big + i * kBig, host_big + i * kBig, kBig, cudaMemcpyHostToDevice, T));
       CHECK(cudaEventRecord(t_done, T));
       if (c <= 1) CHECK(cudaMemcpyAsync(dev_small, host_small, kSmall, cudaMemcpyHostToDevice, C));
-      if (c == 2) read_mapped<<<1, 256, 0, C>>>(mapped_on_dev, dev_small, static_cast<int>(kSmall / sizeof(float)));
+      if (c == 2) read_pinned<<<static_cast<unsigned>(kSmall / sizeof(float) / 256), 256, 0, C>>>(host_small, dev_small, static_cast<int>(kSmall / sizeof(float)));
       if (c == 3) CHECK(cudaMemcpyAsync(host_small, dev_small, kSmall, cudaMemcpyDeviceToHost, C));
       CHECK(cudaGetLastError());
       CHECK(cudaEventRecord(c_done, C));

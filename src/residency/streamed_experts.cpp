@@ -113,7 +113,7 @@ class StreamedExperts final : public ExpertStore {
     reap(layer);
     Layer& L = layers_[layer];
     // The predicted experts already in a slot are protected too: evicting one to read another
-    // predicted expert would turn a predicted hit into a miss (on the 20b's routing, 4-8% more bytes).
+    // predicted expert would turn a predicted hit into a miss (on the 20b's routing, 3-6% more bytes).
     std::vector<int32_t> prot = protect(layer);
     misses_.clear();
     for (int32_t e : experts) {

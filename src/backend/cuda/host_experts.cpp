@@ -94,6 +94,9 @@ float dot_scalar(const uint8_t* row, const RowLayout& L, const QRow& x, int unit
 }
 
 // scales() eight units at a time (the bits of e8m0_half computed, not looked up); the tail as scales().
+// The fast paths call it after a row's units: the scales follow them in the row, so the row is read
+// front to back, which the hardware prefetcher follows (reading the scales first, every row began
+// with a jump to its end: 7.9 against 12.2 GB/s on one Zen 4 thread).
 __attribute__((target("avx2"))) void scales_avx2(const uint8_t* row, const RowLayout& L, const QRow& x, int units,
                                                  RowScratch& r) {
   int u = 0;
@@ -139,7 +142,6 @@ __attribute__((target("avx2,fma"))) float lanes_avx2(const RowScratch& r, int un
 
 __attribute__((target("avx2,fma"))) float dot_avx2(const uint8_t* row, const RowLayout& L, const QRow& x, int units,
                                                    RowScratch& r) {
-  scales_avx2(row, L, x, units, r);
   for (int u0 = 0; u0 < units; u0 += 8) {
     __m256i p[8];
     for (int i = 0; i < 8; ++i) p[i] = u0 + i < units ? unit_avx2(row, x.q, u0 + i) : _mm256_setzero_si256();
@@ -149,6 +151,7 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const uint8_t* row, const Row
     const __m256i s = _mm256_add_epi32(_mm256_permute2x128_si256(t0, t1, 0x20), _mm256_permute2x128_si256(t0, t1, 0x31));
     _mm256_store_si256(reinterpret_cast<__m256i*>(r.S + u0), s);
   }
+  scales_avx2(row, L, x, units, r);
   return lanes_avx2(r, units);
 }
 
@@ -173,7 +176,6 @@ TS_VNNI inline __m256i pair_vnni(const uint8_t* row, const QRow& x, int u) {
 }
 
 TS_VNNI float dot_vnni(const uint8_t* row, const RowLayout& L, const QRow& x, int units, RowScratch& r) {
-  scales_avx2(row, L, x, units, r);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (int u0 = 0; u0 < units; u0 += 8) {
     __m256i p[4];
@@ -183,6 +185,7 @@ TS_VNNI float dot_vnni(const uint8_t* row, const RowLayout& L, const QRow& x, in
     const __m256i s = _mm256_sub_epi32(_mm256_permutevar8x32_epi32(t, order), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q12 + u0)));
     _mm256_store_si256(reinterpret_cast<__m256i*>(r.S + u0), s);
   }
+  scales_avx2(row, L, x, units, r);
   return lanes_avx2(r, units);
 }
 #undef TS_VNNI
